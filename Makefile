@@ -1,0 +1,51 @@
+# The two commands: `make run` (main job) and `make test`.
+# Both create .venv if missing and install what they need from this repo's own files.
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+PY := $(BIN)/python
+STAMP_DEV := $(VENV)/.installed-dev
+STAMP_RUN := $(VENV)/.installed-run
+PYTEST_ARGS ?=
+
+.PHONY: run test lint typecheck unit bench clean venv
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+
+# torch==2.13.0 (CPU) installs from the machine's local wheel cache via the [examples] extra.
+$(STAMP_RUN): pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet -e '.[examples]'
+	touch $@
+
+$(STAMP_DEV): pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet -e '.[dev,examples]'
+	touch $@ $(STAMP_RUN)
+
+venv: $(STAMP_DEV)
+
+## make run: train a small DDP model (1 node x 2 workers) through `torchx run -s local_cwd dist.ddp`
+run: $(STAMP_RUN)
+	PATH="$(CURDIR)/$(BIN):$$PATH" scripts/run-main-job.sh
+
+## make test: ruff + mypy on the packages, then the whole test suite
+test: $(STAMP_DEV)
+	$(BIN)/ruff check core adapters tests bench examples
+	$(BIN)/ruff format --check core adapters tests bench examples
+	$(BIN)/mypy
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/pytest -q $(PYTEST_ARGS)
+
+lint: $(STAMP_DEV)
+	$(BIN)/ruff check core adapters tests bench examples
+	$(BIN)/ruff format --check core adapters tests bench examples
+
+typecheck: $(STAMP_DEV)
+	$(BIN)/mypy
+
+bench: $(STAMP_DEV)
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(PY) bench/bench_local.py
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache

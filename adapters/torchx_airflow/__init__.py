@@ -1,0 +1,3 @@
+"""Airflow adapter for torchx-flow (see issue: Airflow adapter)."""
+
+__all__: list[str] = []
