@@ -1,0 +1,3 @@
+"""Tracker backends shipped with torchx-flow."""
+
+__all__: list[str] = []
