@@ -1,0 +1,99 @@
+"""The torchx spec types: AppDef, Role, Resource, macros, states, handles, runopts, ...
+
+This is the TorchX-compatible public path; the definitions live in private
+``torchx.specs._*`` modules and are re-exported here.
+"""
+
+from __future__ import annotations
+
+from torchx.specs._constants import (
+    ALL,
+    MISSING,
+    NA,
+    NONE,
+    TORCHX_CONTEXT_NAME,
+    TORCHX_HOME,
+    UNKNOWN,
+    app_metadata,
+    cases,
+    get_type_name,
+)
+from torchx.specs._errors import (
+    InvalidRunConfigException,
+    MalformedAppHandleException,
+    TorchXError,
+    UnknownAppException,
+    UnknownSchedulerException,
+)
+from torchx.specs._handles import (
+    AppDryRunInfo,
+    AppHandle,
+    ParsedAppHandle,
+    make_app_handle,
+    parse_app_handle,
+)
+from torchx.specs._macros import macros
+from torchx.specs._mounts import BindMount, DeviceMount, MountType, VolumeMount, parse_mounts
+from torchx.specs._resource import NULL_RESOURCE, CapabilityKey, Resource
+from torchx.specs._role import AppDef, RetryPolicy, Role
+from torchx.specs._runopts import CfgVal, runopt, runopts
+from torchx.specs._state import (
+    _TERMINAL_STATES,
+    AppState,
+    AppStatus,
+    AppStatusError,
+    ReplicaState,
+    ReplicaStatus,
+    RoleStatus,
+    is_started,
+    is_terminal,
+)
+from torchx.specs._workspace import Workspace
+
+__all__ = [
+    "ALL",
+    "MISSING",
+    "NA",
+    "NONE",
+    "NULL_RESOURCE",
+    "TORCHX_CONTEXT_NAME",
+    "TORCHX_HOME",
+    "UNKNOWN",
+    "_TERMINAL_STATES",
+    "AppDef",
+    "AppDryRunInfo",
+    "AppHandle",
+    "AppState",
+    "AppStatus",
+    "AppStatusError",
+    "BindMount",
+    "CapabilityKey",
+    "CfgVal",
+    "DeviceMount",
+    "InvalidRunConfigException",
+    "MalformedAppHandleException",
+    "MountType",
+    "ParsedAppHandle",
+    "ReplicaState",
+    "ReplicaStatus",
+    "Resource",
+    "RetryPolicy",
+    "Role",
+    "RoleStatus",
+    "TorchXError",
+    "UnknownAppException",
+    "UnknownSchedulerException",
+    "VolumeMount",
+    "Workspace",
+    "app_metadata",
+    "cases",
+    "get_type_name",
+    "is_started",
+    "is_terminal",
+    "macros",
+    "make_app_handle",
+    "parse_app_handle",
+    "parse_mounts",
+    "runopt",
+    "runopts",
+]

@@ -1,0 +1,127 @@
+"""Entry-point lookups (``torchx.util.entrypoints``).
+
+Every lookup goes through the module attribute :data:`metadata` at call time, so tests and
+users can replace ``torchx.util.entrypoints.metadata`` with an object whose
+``entry_points()`` returns something else.
+
+Example::
+
+    from torchx.util.entrypoints import load, load_group
+
+    get_image = load("torchx.version", "get_torchx_image", default=None)
+    schedulers = load_group("torchx.schedulers", default={})
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib.metadata as metadata
+from collections.abc import Callable, Mapping
+from importlib.metadata import EntryPoint
+from typing import Any
+
+__all__ = ["load", "load_group", "metadata", "select"]
+
+
+class _NoDefault:
+    """Marker for "no default given" so that ``default=None`` can be returned as a value."""
+
+    def __repr__(self) -> str:
+        return "<no default>"
+
+
+_NO_DEFAULT: Any = _NoDefault()
+
+
+def select(group: str) -> list[EntryPoint]:
+    """Returns the entry points of ``group`` in discovery order (may be empty).
+
+    Args:
+        group: the entry-point group, e.g. ``"torchx.schedulers"``.
+
+    Returns:
+        The entry points of the group, read through ``torchx.util.entrypoints.metadata``.
+    """
+    eps: Any = metadata.entry_points()
+    if hasattr(eps, "select"):
+        return list(eps.select(group=group))
+    return list(eps.get(group, ()))  # a dict {group: [EntryPoint]} (older importlib API)
+
+
+def load(group: str, name: str, default: Any = _NO_DEFAULT) -> Any:
+    """Loads the object that the entry point ``name`` of ``group`` points to.
+
+    Args:
+        group: the entry-point group, e.g. ``"torchx.version"``.
+        name: the entry-point name inside the group.
+        default: returned when the group has no entry point called ``name``.
+
+    Returns:
+        The loaded object (``module:attr`` gives the attribute, ``module`` the module), or
+        ``default`` when the entry point does not exist.
+
+    Raises:
+        KeyError: the entry point does not exist and no ``default`` was given.
+    """
+    eps = {ep.name: ep for ep in select(group)}
+    ep = eps.get(name)
+    if ep is not None:
+        return ep.load()
+    if default is not _NO_DEFAULT:
+        return default
+    raise KeyError(_missing_message(group, name, list(eps)))
+
+
+def _missing_message(group: str, name: str, names: list[str]) -> str:
+    msg = f"No entry point `{name}` in group `{group}`."
+    close = difflib.get_close_matches(name, names, n=1)
+    if close:
+        return f"{msg} Did you mean `{close[0]}`?"
+    if names:
+        return f"{msg} Registered entry points: {sorted(names)}"
+    return f'{msg} Install a package that declares it under [project.entry-points."{group}"].'
+
+
+def _deferred(ep: EntryPoint) -> Callable[..., Any]:
+    """Returns a function that loads ``ep`` only when called.
+
+    Calling it with ``module:attr`` imports the module and calls the attribute with the given
+    arguments; for a bare ``module`` entry point it returns the imported module.
+    """
+
+    def run(*args: Any, **kwargs: Any) -> Any:
+        if ep.attr is None:
+            return ep.load()
+        return ep.load()(*args, **kwargs)
+
+    run.__name__ = ep.name
+    run.__qualname__ = ep.name
+    run.__doc__ = f"Deferred entry point `{ep.name} = {ep.value}` (group `{ep.group}`)."
+    return run
+
+
+def load_group(
+    group: str,
+    default: Mapping[str, Any] | None = None,
+    skip_defaults: bool = False,
+) -> Any:
+    """Returns every entry point of ``group`` as ``{name: deferred_load_fn}``.
+
+    Nothing is imported here: ``load_group("g")["name"](*args)`` imports ``module`` and calls
+    ``module.attr(*args)`` (or returns the module for a ``module``-only entry point). When the
+    group has entry points, only those are returned: they replace ``default``, they are not
+    merged with it.
+
+    Args:
+        group: the entry-point group.
+        default: returned when the group has no entry points.
+        skip_defaults: when True, an empty group gives ``None`` even if ``default`` is set.
+
+    Returns:
+        ``{name: fn}`` for a non-empty group; otherwise ``default`` (``None`` with
+        ``skip_defaults``).
+    """
+    eps = select(group)
+    if not eps:
+        return None if skip_defaults else default
+    return {ep.name: _deferred(ep) for ep in eps}

@@ -1,0 +1,67 @@
+"""Reading component and config files (``torchx.util.io``).
+
+``read_conf_file`` prefers a file on disk; otherwise it asks the ``torchx.file`` entry point
+(``get_file_contents = module:fn``, where ``fn(path) -> str | None``) and finally falls back to
+the files shipped inside the ``torchx`` package.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+__all__ = ["read_conf_file", "get_file_contents"]
+
+
+def get_file_contents(conf_file: str) -> str | None:
+    """Default builtin lookup: reads ``conf_file`` relative to the ``torchx`` package.
+
+    Both ``components/dist.py`` (relative to the package directory) and
+    ``torchx/components/dist.py`` (relative to its parent) resolve.
+
+    Args:
+        conf_file: a relative path.
+
+    Returns:
+        The file contents, or None when no such builtin file exists.
+    """
+    import torchx
+
+    pkg_dir = Path(torchx.__file__).resolve().parent
+    for root in (pkg_dir, pkg_dir.parent):
+        candidate = root / conf_file
+        if candidate.is_file():
+            return candidate.read_text()
+    return None
+
+
+def _builtin_lookup() -> Callable[[str], str | None]:
+    from torchx.util import entrypoints
+
+    fn = entrypoints.load("torchx.file", "get_file_contents", default=None)
+    return fn if callable(fn) else get_file_contents
+
+
+def read_conf_file(conf_file: str) -> str:
+    """Returns the contents of ``conf_file``: a file on disk, else a builtin file.
+
+    Args:
+        conf_file: a path on disk or the path of a builtin file.
+
+    Returns:
+        The file contents.
+
+    Raises:
+        FileNotFoundError: neither a file on disk nor a builtin.
+    """
+    if os.path.isfile(conf_file):
+        with open(conf_file) as f:
+            return f.read()
+    data = _builtin_lookup()(conf_file)
+    if data is None:
+        raise FileNotFoundError(
+            f"{conf_file} does not exist and is not a builtin."
+            " For a list of available builtins run `torchx builtins`"
+        )
+    return data

@@ -1,0 +1,183 @@
+"""register.named_resource (tags, aliases, fractionals, errors) and the fraction helpers."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+import types
+from collections.abc import Iterator
+
+import pytest
+
+from torchx.plugins import (
+    EIGHTH,
+    HALF,
+    QUARTER,
+    SIXTEENTH,
+    WHOLE,
+    PluginType,
+    halve_mem_down_to,
+    powers_of_two_gpus,
+)
+from torchx.specs import Resource
+
+NAME_TAG = "torchx/named_resources.name"
+FRACTIONAL_TAG = "torchx/named_resources.is_fractional"
+
+
+@pytest.fixture
+def make_module() -> Iterator[types.FunctionType]:
+    created: list[str] = []
+
+    def make(src: str, name: str = "plg_reg_mod") -> types.ModuleType:
+        module = types.ModuleType(name)
+        sys.modules[name] = module
+        created.append(name)
+        exec(compile(textwrap.dedent(src), f"<{name}>", "exec"), module.__dict__)
+        return module
+
+    yield make  # type: ignore[misc]
+    for name in created:
+        sys.modules.pop(name, None)
+
+
+HEADER = """
+from torchx.plugins import register, powers_of_two_gpus, HALF, WHOLE
+from torchx.specs import Resource
+"""
+
+
+def test_constants() -> None:
+    assert (WHOLE, HALF, QUARTER, EIGHTH, SIXTEENTH) == (1.0, 0.5, 0.25, 0.125, 0.0625)
+
+
+def test_base_factory_tags_and_module_dict(make_module) -> None:
+    mod = make_module(
+        HEADER
+        + """
+@register.named_resource()
+def small():
+    return Resource(cpu=1, gpu=0, memMB=100, tags={"keep": 1})
+
+@register.named_resource(name="renamed")
+def other():
+    return Resource(cpu=2, gpu=0, memMB=200)
+"""
+    )
+    assert list(mod.NAMED_RESOURCES) == ["small", "renamed"]
+    res = mod.NAMED_RESOURCES["small"]()
+    assert (res.cpu, res.memMB) == (1, 100)
+    assert res.tags == {"keep": 1, NAME_TAG: "small", FRACTIONAL_TAG: False}
+    assert res.get_resource_name() == "small" and not res.is_fractional()
+    assert mod.small is mod.NAMED_RESOURCES["small"]  # the decorator returns the base factory
+    assert mod.NAMED_RESOURCES["renamed"]().get_resource_name() == "renamed"
+    assert mod.small._plugin_type is PluginType.NAMED_RESOURCE
+    assert mod.small() is not mod.small()
+
+
+def test_aliases_keep_base_tags(make_module) -> None:
+    mod = make_module(
+        HEADER
+        + """
+@register.named_resource(aliases=["tiny", "wee"])
+def small():
+    return Resource(cpu=1, gpu=0, memMB=100)
+"""
+    )
+    assert list(mod.NAMED_RESOURCES) == ["small", "tiny", "wee"]
+    for alias in ("tiny", "wee"):
+        assert getattr(mod, alias) is mod.NAMED_RESOURCES[alias]
+        assert getattr(mod, alias)().tags == {NAME_TAG: "small", FRACTIONAL_TAG: False}
+
+
+def test_fractionals_dict(make_module) -> None:
+    mod = make_module(
+        HEADER
+        + """
+@register.named_resource(fractionals={WHOLE: "full", HALF: "half"})
+def host(fractional: float = 1.0):
+    return Resource(cpu=int(16 * fractional), gpu=int(8 * fractional), memMB=1000)
+"""
+    )
+    assert list(mod.NAMED_RESOURCES) == ["host", "host_full", "host_half"]
+    half = mod.NAMED_RESOURCES["host_half"]()
+    assert (half.cpu, half.gpu) == (8, 4)
+    assert half.tags == {NAME_TAG: "host_half", FRACTIONAL_TAG: True}
+    assert mod.NAMED_RESOURCES["host_full"]().tags == {NAME_TAG: "host_full", FRACTIONAL_TAG: False}
+    assert mod.NAMED_RESOURCES["host"]().tags == {NAME_TAG: "host", FRACTIONAL_TAG: False}
+
+
+def test_fractionals_callable(make_module) -> None:
+    mod = make_module(
+        HEADER
+        + """
+@register.named_resource(fractionals=powers_of_two_gpus)
+def gpu_host(fractional: float = 1.0):
+    return Resource(cpu=int(96 * fractional), gpu=int(8 * fractional), memMB=int(1024 * fractional))
+"""
+    )
+    assert list(mod.NAMED_RESOURCES) == [
+        "gpu_host",
+        "gpu_host_8",
+        "gpu_host_4",
+        "gpu_host_2",
+        "gpu_host_1",
+    ]
+    one = mod.NAMED_RESOURCES["gpu_host_1"]()
+    assert (one.cpu, one.gpu, one.is_fractional()) == (12, 1, True)
+
+
+def test_duplicate_name_raises(make_module) -> None:
+    src = (
+        HEADER
+        + """
+@register.named_resource(name="x")
+def a():
+    return Resource(cpu=1, gpu=0, memMB=1)
+
+@register.named_resource(name="x")
+def b():
+    return Resource(cpu=1, gpu=0, memMB=1)
+"""
+    )
+    with pytest.raises(ValueError) as e:
+        make_module(src, name="plg_dup_mod")
+    assert str(e.value) == "duplicate named resource `x` in module `plg_dup_mod`"
+
+
+def test_alias_clashing_with_module_attribute_raises(make_module) -> None:
+    src = (
+        HEADER
+        + """
+taken = 1
+
+@register.named_resource(aliases=["taken"])
+def a():
+    return Resource(cpu=1, gpu=0, memMB=1)
+"""
+    )
+    with pytest.raises(AttributeError, match="already has an attribute `taken`"):
+        make_module(src)
+
+
+def test_powers_of_two_gpus() -> None:
+    assert powers_of_two_gpus(Resource(cpu=1, gpu=8, memMB=1)) == {
+        1.0: "8",
+        0.5: "4",
+        0.25: "2",
+        0.125: "1",
+    }
+    assert powers_of_two_gpus(Resource(cpu=1, gpu=6, memMB=1)) == {1.0: "6", 0.5: "3"}
+    assert powers_of_two_gpus(Resource(cpu=1, gpu=0, memMB=1)) == {}
+
+
+def test_halve_mem_down_to() -> None:
+    fractions = halve_mem_down_to(minGiB=16)
+    assert fractions(Resource(cpu=1, gpu=0, memMB=64 * 1024)) == {
+        1.0: "64gb",
+        0.5: "32gb",
+        0.25: "16gb",
+    }
+    assert fractions(Resource(cpu=1, gpu=0, memMB=8 * 1024)) == {}
+    with pytest.raises(ValueError, match="minGiB must be > 0"):
+        halve_mem_down_to(minGiB=0)

@@ -1,0 +1,101 @@
+"""torchx.util.entrypoints against real *.dist-info directories on sys.path."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from torchx.util import entrypoints
+
+MODULE = "ep_test_mod"
+
+
+def write_dist(root: Path, name: str, groups: dict[str, dict[str, str]]) -> None:
+    info = root / f"{name}-0.1.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n")
+    lines: list[str] = []
+    for group, eps in groups.items():
+        lines.append(f"[{group}]")
+        lines += [f"{k} = {v}" for k, v in eps.items()]
+    (info / "entry_points.txt").write_text("\n".join(lines) + "\n")
+
+
+@pytest.fixture
+def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    root = tmp_path / "site"
+    root.mkdir()
+    (root / f"{MODULE}.py").write_text(
+        "CALLS = []\n"
+        "def barn(x=None):\n    CALLS.append(x)\n    return f'barn:{x}'\n"
+        "def foo():\n    return 'foobar'\n"
+    )
+    write_dist(
+        root,
+        "ep_test_dist",
+        {
+            "ep.test": {"foo": f"{MODULE}:foo", "barn": f"{MODULE}:barn"},
+            "ep.modules": {"mod": MODULE},
+        },
+    )
+    monkeypatch.syspath_prepend(str(root))
+    sys.modules.pop(MODULE, None)
+    yield root
+    sys.modules.pop(MODULE, None)
+
+
+def test_load_returns_the_target_object(site: Path) -> None:
+    fn = entrypoints.load("ep.test", "foo")
+    assert fn() == "foobar"
+    assert fn.__module__ == MODULE
+
+
+def test_load_missing_name_returns_default_even_none(site: Path) -> None:
+    assert entrypoints.load("ep.test", "nope", default="dflt") == "dflt"
+    assert entrypoints.load("ep.test", "nope", default=None) is None
+    assert entrypoints.load("no.such.group", "foo", default=42) == 42
+
+
+def test_load_missing_without_default_raises_with_suggestion(site: Path) -> None:
+    with pytest.raises(KeyError, match="Did you mean `barn`"):
+        entrypoints.load("ep.test", "bar")
+    with pytest.raises(KeyError, match="No entry point `x` in group `no.such.group`"):
+        entrypoints.load("no.such.group", "x")
+
+
+def test_load_group_is_deferred(site: Path) -> None:
+    group = entrypoints.load_group("ep.test")
+    assert set(group) == {"foo", "barn"}
+    assert MODULE not in sys.modules  # nothing imported until called
+    assert group["barn"]("hay") == "barn:hay"
+    assert sys.modules[MODULE].CALLS == ["hay"]
+
+
+def test_load_group_module_entry_returns_module(site: Path) -> None:
+    group = entrypoints.load_group("ep.modules")
+    assert group["mod"]() is sys.modules[MODULE]
+
+
+def test_load_group_entries_replace_default(site: Path) -> None:
+    group = entrypoints.load_group("ep.test", default={"other": print})
+    assert set(group) == {"foo", "barn"}
+
+
+def test_load_group_empty_gives_default_or_none(site: Path) -> None:
+    assert entrypoints.load_group("no.such.group") is None
+    assert entrypoints.load_group("no.such.group", default={"a": 1}) == {"a": 1}
+    assert entrypoints.load_group("no.such.group", default={"a": 1}, skip_defaults=True) is None
+
+
+def test_metadata_is_looked_up_at_call_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    from importlib.metadata import EntryPoint
+
+    ep = EntryPoint(name="p", value="os.path:join", group="g")
+    fake = SimpleNamespace(entry_points=lambda: {"g": [ep]})  # the older dict-shaped API
+    monkeypatch.setattr(entrypoints, "metadata", fake)
+    assert entrypoints.load("g", "p") is __import__("os").path.join
+    assert entrypoints.load_group("g")["p"]("a", "b") == "a/b"
