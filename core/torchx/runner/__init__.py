@@ -1,0 +1,32 @@
+"""Run apps and components on schedulers: ``get_runner()`` returns a :class:`Runner`.
+
+``get_runner`` and ``Runner`` are loaded on first access, so ``import torchx.runner.config``
+(which the named-resource loader does) stays cheap.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from torchx.runner import config
+    from torchx.runner.api import Runner, get_runner
+
+__all__ = ["Runner", "config", "get_runner"]
+
+_LAZY = {"Runner": "torchx.runner.api", "get_runner": "torchx.runner.api"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    if name == "config":
+        return importlib.import_module("torchx.runner.config")
+    raise AttributeError(f"module 'torchx.runner' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

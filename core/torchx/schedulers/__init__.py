@@ -1,0 +1,147 @@
+"""Scheduler registry: builtin schedulers plus scheduler plugins, all loaded lazily.
+
+Importing this package, and building the factory dict, imports no scheduler module:
+each builtin factory imports its module (``torchx.schedulers.<x>_scheduler``) only when
+called. A builtin whose module is not part of this installation is left out.
+
+Plugin schedulers (namespace package ``torchx_plugins.schedulers`` and entry-point group
+``torchx.schedulers``, through :mod:`torchx.plugins`) are merged next to the builtins; a
+plugin replaces a builtin only by registering the same name. This deliberately fixes
+TorchX, where any scheduler plugin hid every builtin.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Optional, Protocol
+
+from torchx import plugins
+
+if TYPE_CHECKING:
+    from torchx.schedulers.api import Scheduler
+
+__all__ = [
+    "DEFAULT_SCHEDULER_MODULES",
+    "SchedulerFactory",
+    "get_default_scheduler_name",
+    "get_scheduler_factories",
+    "plugins",
+]
+
+
+class SchedulerFactory(Protocol):
+    """Creates a scheduler: ``factory(session_name, **kwargs) -> Scheduler``.
+
+    Factories must accept arbitrary keyword arguments: the runner passes every
+    ``TORCHX_*`` environment variable (lower-cased, prefix removed) to each of them.
+    """
+
+    def __call__(self, session_name: str, **kwargs: Any) -> Scheduler[Any]:
+        """Creates the scheduler for ``session_name``."""
+        ...
+
+
+@dataclass(frozen=True)
+class _Builtin:
+    module: str
+    err: Optional[str] = None  # install hint when the module's third-party import fails
+
+
+_BUILTINS: Mapping[str, _Builtin] = MappingProxyType(
+    {
+        "local_docker": _Builtin(
+            "torchx.schedulers.docker_scheduler", "pip install 'torchx-flow[docker]'"
+        ),
+        "local_cwd": _Builtin("torchx.schedulers.local_scheduler"),
+        "slurm": _Builtin("torchx.schedulers.slurm_scheduler"),
+        "kubernetes": _Builtin(
+            "torchx.schedulers.kubernetes_scheduler", "pip install 'torchx-flow[kubernetes]'"
+        ),
+    }
+)
+
+DEFAULT_SCHEDULER_MODULES: Mapping[str, str] = MappingProxyType(
+    {name: builtin.module for name, builtin in _BUILTINS.items()}
+)
+"""Builtin scheduler name -> module exposing ``create_scheduler``, in TorchX order."""
+
+
+class _LazyFactory:
+    """A builtin scheduler factory that imports its module on the first call."""
+
+    def __init__(self, name: str, builtin: _Builtin) -> None:
+        self._name = name
+        self._builtin = builtin
+
+    def __call__(self, session_name: str, **kwargs: Any) -> Scheduler[Any]:
+        module = _import_builtin(self._name, self._builtin)
+        scheduler: Scheduler[Any] = module.create_scheduler(session_name, **kwargs)
+        return scheduler
+
+    def __repr__(self) -> str:
+        return f"<lazy scheduler factory {self._builtin.module}:create_scheduler>"
+
+
+def _import_builtin(name: str, builtin: _Builtin) -> Any:
+    try:
+        return importlib.import_module(builtin.module)
+    except ModuleNotFoundError as e:
+        missing = e.name or ""
+        if builtin.err is None or missing.split(".")[0] == "torchx":
+            raise
+        raise ModuleNotFoundError(
+            f"scheduler `{name}` needs the package `{missing}`, which is not installed;"
+            f" install it with: {builtin.err}",
+            name=missing,
+        ) from e
+
+
+def _module_available(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:
+        return False
+
+
+def _builtin_factories() -> dict[str, SchedulerFactory]:
+    factories: dict[str, SchedulerFactory] = {}
+    for name, builtin in _BUILTINS.items():
+        if _module_available(builtin.module):
+            factories[name] = _LazyFactory(name, builtin)
+    return factories
+
+
+def get_scheduler_factories(*, skip_defaults: bool = False) -> dict[str, SchedulerFactory]:
+    """Returns the scheduler factories by name: builtins first, then plugins.
+
+    Args:
+        skip_defaults: return only the plugin schedulers.
+
+    Returns:
+        ``{name: factory}``. Builtins keep TorchX's order (``local_docker``,
+        ``local_cwd``, ``slurm``, ``kubernetes``; only those installed appear);
+        a plugin with a builtin's name replaces it in place, other plugins follow.
+    """
+    found: Mapping[str, SchedulerFactory] = plugins.registry().get(plugins.PluginType.SCHEDULER)
+    if skip_defaults:
+        return dict(found)
+    factories = _builtin_factories()
+    factories.update(found)
+    return factories
+
+
+def get_default_scheduler_name() -> str:
+    """Returns the name of the first registered scheduler (the CLI's default).
+
+    Raises:
+        RuntimeError: if no scheduler is registered at all.
+    """
+    for name in get_scheduler_factories():
+        return name
+    raise RuntimeError(
+        "no schedulers are registered; reinstall torchx-flow or install a scheduler plugin"
+    )

@@ -1,0 +1,177 @@
+"""The lazy scheduler registry in ``torchx.schedulers`` (builtins merged with plugins)."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import torchx.schedulers as schedulers
+from torchx import plugins
+from torchx.schedulers import (
+    DEFAULT_SCHEDULER_MODULES,
+    _Builtin,
+    _import_builtin,
+    get_default_scheduler_name,
+    get_scheduler_factories,
+)
+
+TORCHX_ORDER = ["local_docker", "local_cwd", "slurm", "kubernetes"]
+
+PLUGIN_MODULE = """
+def create_custom(session_name, **kwargs):
+    return ("custom", session_name, kwargs)
+
+def create_local(session_name, **kwargs):
+    return ("replaced-local", session_name, kwargs)
+"""
+
+
+def _call(factory: Any, *args: Any, **kwargs: Any) -> Any:
+    return factory(*args, **kwargs)
+
+
+def _installed_builtins() -> list[str]:
+    return [
+        name
+        for name, module in DEFAULT_SCHEDULER_MODULES.items()
+        if importlib.util.find_spec(module) is not None
+    ]
+
+
+@pytest.fixture(autouse=True)
+def _fresh_registry(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.delenv("TORCHX_PLUGINS_SOURCE", raising=False)
+    plugins.registry.cache_clear()
+    yield
+    plugins.registry.cache_clear()
+
+
+@pytest.fixture
+def install_plugins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """Installs an entry-point distribution declaring the given scheduler entry points."""
+
+    def install(entry_points: dict[str, str]) -> None:
+        (tmp_path / "tmp_sched_plugin.py").write_text(PLUGIN_MODULE)
+        dist = tmp_path / "tmp_sched_plugin-1.0.dist-info"
+        dist.mkdir()
+        (dist / "METADATA").write_text(
+            "Metadata-Version: 2.1\nName: tmp-sched-plugin\nVersion: 1.0\n"
+        )
+        lines = "\n".join(f"{k} = {v}" for k, v in entry_points.items())
+        (dist / "entry_points.txt").write_text(f"[torchx.schedulers]\n{lines}\n")
+        monkeypatch.syspath_prepend(str(tmp_path))
+        plugins.registry.cache_clear()
+
+    return install
+
+
+def test_default_modules_in_torchx_order() -> None:
+    assert list(DEFAULT_SCHEDULER_MODULES) == TORCHX_ORDER
+    assert DEFAULT_SCHEDULER_MODULES["local_cwd"] == "torchx.schedulers.local_scheduler"
+    assert DEFAULT_SCHEDULER_MODULES["kubernetes"] == "torchx.schedulers.kubernetes_scheduler"
+    with pytest.raises(TypeError):
+        DEFAULT_SCHEDULER_MODULES["x"] = "y"  # type: ignore[index]
+
+
+def test_only_installed_builtins_are_registered() -> None:
+    factories = get_scheduler_factories()
+    assert list(factories) == _installed_builtins()
+    assert "local_cwd" in factories
+
+
+def test_default_is_first_available_builtin_in_torchx_order() -> None:
+    installed = _installed_builtins()
+    assert get_default_scheduler_name() == installed[0]
+    if "local_docker" not in installed:
+        assert get_default_scheduler_name() == "local_cwd"
+
+
+def test_registry_is_lazy() -> None:
+    code = textwrap.dedent(
+        """
+        import sys
+        import torchx.schedulers as s
+        factories = s.get_scheduler_factories()
+        assert "local_cwd" in factories, factories
+        loaded = [m for m in sys.modules if m.endswith("_scheduler") or m.startswith(("kubernetes", "docker"))]
+        print(loaded)
+        """
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.strip() == "[]"
+
+
+def test_factory_imports_its_module_when_called() -> None:
+    factory = get_scheduler_factories()["local_cwd"]
+    scheduler = factory("sess")
+    try:
+        assert scheduler.session_name == "sess"
+        assert type(scheduler).__module__.startswith("torchx.schedulers.local")
+    finally:
+        scheduler.close()
+
+
+def test_missing_third_party_package_names_the_extra(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "needs_missing_dep.py").write_text("import surely_not_installed_pkg_xyz\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    builtin = _Builtin("needs_missing_dep", "pip install 'torchx-flow[docker]'")
+    with pytest.raises(ImportError, match=r"pip install 'torchx-flow\[docker\]'") as info:
+        _import_builtin("local_docker", builtin)
+    assert isinstance(info.value, ModuleNotFoundError)
+    assert "surely_not_installed_pkg_xyz" in str(info.value)
+    assert isinstance(info.value.__cause__, ModuleNotFoundError)
+
+
+def test_plugin_scheduler_is_merged_next_to_builtins(install_plugins: Any) -> None:
+    install_plugins({"custom": "tmp_sched_plugin:create_custom"})
+    factories = get_scheduler_factories()
+    assert list(factories) == [*_installed_builtins(), "custom"]
+    assert _call(factories["custom"], "sess", a=1) == ("custom", "sess", {"a": 1})
+    assert get_default_scheduler_name() == _installed_builtins()[0]
+
+
+def test_plugin_with_a_builtin_name_replaces_it(install_plugins: Any) -> None:
+    install_plugins({"local_cwd": "tmp_sched_plugin:create_local"})
+    factories = get_scheduler_factories()
+    assert list(factories) == _installed_builtins()
+    assert _call(factories["local_cwd"], "s") == ("replaced-local", "s", {})
+
+
+def test_skip_defaults_returns_plugins_only(install_plugins: Any) -> None:
+    assert get_scheduler_factories(skip_defaults=True) == {}
+    install_plugins({"custom": "tmp_sched_plugin:create_custom"})
+    assert list(get_scheduler_factories(skip_defaults=True)) == ["custom"]
+
+
+def test_plugins_module_reference_is_looked_up_at_call_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def fake_factory(session_name: str, **kwargs: Any) -> str:
+        return "fake"
+
+    class FakeRegistry:
+        def get(self, plugin_type: plugins.PluginType) -> dict[str, Any]:
+            assert plugin_type == plugins.PluginType.SCHEDULER
+            return {"fake": fake_factory}
+
+    class FakePlugins:
+        PluginType = plugins.PluginType
+
+        @staticmethod
+        def registry() -> FakeRegistry:
+            return FakeRegistry()
+
+    monkeypatch.setattr(schedulers, "plugins", FakePlugins)
+    assert dict(get_scheduler_factories(skip_defaults=True)) == {"fake": fake_factory}  # type: ignore[comparison-overlap]
+    assert list(get_scheduler_factories())[-1] == "fake"
