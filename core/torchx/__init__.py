@@ -6,17 +6,14 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from torchx.version import __version__
 
 __all__ = ["__version__", "IMAGE"]
 
 
 def _resolve_image() -> str:
-    from torchx.util.entrypoints import load
-
     from torchx import version
+    from torchx.util.entrypoints import load
 
     fn = load("torchx.version", "get_torchx_image", default=None)
     if callable(fn):
@@ -24,7 +21,7 @@ def _resolve_image() -> str:
     return version.TORCHX_IMAGE
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> str:
     if name == "IMAGE":
         image = _resolve_image()
         globals()["IMAGE"] = image

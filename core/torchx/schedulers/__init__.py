@@ -14,14 +14,16 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Optional, Protocol
 
-from torchx import plugins
-
 if TYPE_CHECKING:
+    from types import ModuleType
+
+    from torchx import plugins
     from torchx.schedulers.api import Scheduler
 
 __all__ = [
@@ -126,7 +128,10 @@ def get_scheduler_factories(*, skip_defaults: bool = False) -> dict[str, Schedul
         ``local_cwd``, ``slurm``, ``kubernetes``; only those installed appear);
         a plugin with a builtin's name replaces it in place, other plugins follow.
     """
-    found: Mapping[str, SchedulerFactory] = plugins.registry().get(plugins.PluginType.SCHEDULER)
+    plugin_registry: ModuleType = sys.modules[__name__].plugins  # late-bound: patchable
+    found: Mapping[str, SchedulerFactory] = plugin_registry.registry().get(
+        plugin_registry.PluginType.SCHEDULER
+    )
     if skip_defaults:
         return dict(found)
     factories = _builtin_factories()
@@ -145,3 +150,14 @@ def get_default_scheduler_name() -> str:
     raise RuntimeError(
         "no schedulers are registered; reinstall torchx-flow or install a scheduler plugin"
     )
+
+
+def __getattr__(name: str) -> Any:
+    # ``plugins`` is imported on first use: it loads importlib.metadata, which every local_cwd
+    # supervisor (a ``python -m torchx.schedulers._local...`` process) would otherwise pay for.
+    if name == "plugins":
+        from torchx import plugins as module
+
+        globals()["plugins"] = module
+        return module
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,104 @@
+"""argparse actions of the ``torchx`` CLI.
+
+* :class:`ArgOnceAction`: a flag that may be given only once (``-cfg``, ``--parent_run_id``).
+* :class:`torchxconfig`: an action whose default comes from the ``[cli:{subcmd}]`` section of
+  ``.torchxconfig``; :class:`torchxconfig_run` and :class:`torchxconfig_list` fix the
+  sub-command. A key present in the file replaces the declared default, even when empty
+  (``workspace =`` disables the workspace), and makes a required option optional.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Iterable, Sequence
+from typing import Any, Optional
+
+__all__ = ["ArgOnceAction", "torchxconfig", "torchxconfig_list", "torchxconfig_run"]
+
+logger: logging.Logger = logging.getLogger(__name__)
+
+
+class ArgOnceAction(argparse.Action):
+    """Stores the value, but logs an error and exits 1 when the flag is given a second time."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[Any] | None,
+        option_string: Optional[str] = None,
+    ) -> None:
+        """Stores ``values``; exits 1 if the flag was already given."""
+        if getattr(namespace, self.dest, self.default) is not self.default:
+            flag = option_string or "/".join(self.option_strings) or self.dest
+            if logging.getLogger().handlers:
+                logger.error("`%s` is specified more than once", flag)
+            else:  # logging is configured after parsing: print the CLI's error line
+                print(f"torchx: error: `{flag}` is specified more than once", file=sys.stderr)
+            sys.exit(1)
+        setattr(namespace, self.dest, values)
+
+
+class torchxconfig(argparse.Action):
+    """Stores the value; the default is read from ``[cli:{subcmd}] {dest}`` of ``.torchxconfig``.
+
+    Args:
+        subcmd: the sub-command whose section is read (``run`` reads ``[cli:run]``).
+        dest: the argument's destination, also the config key.
+        option_strings: the flags.
+        required: whether the option is required (False when the config supplies it).
+        default: the default when the config does not have the key.
+        config_dirs: directories to look for ``.torchxconfig`` in (default: the runner's).
+        **kwargs: other ``argparse.Action`` arguments.
+    """
+
+    def __init__(
+        self,
+        subcmd: str,
+        dest: str,
+        option_strings: Sequence[str],
+        required: bool = False,
+        default: Any = None,
+        config_dirs: Optional[Iterable[str]] = None,
+        **kwargs: Any,
+    ) -> None:
+        from torchx.runner.config import get_configs
+
+        configs = get_configs(prefix="cli", name=subcmd, dirs=config_dirs)
+        if dest in configs:
+            default = configs[dest]
+            logger.debug("using `%s = %s` from [cli:%s] of .torchxconfig", dest, default, subcmd)
+            required = False
+        super().__init__(
+            dest=dest,
+            option_strings=option_strings,
+            required=required,
+            default=default,
+            **kwargs,
+        )
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[Any] | None,
+        option_string: Optional[str] = None,
+    ) -> None:
+        """Stores ``values``."""
+        setattr(namespace, self.dest, values)
+
+
+class torchxconfig_run(torchxconfig):
+    """:class:`torchxconfig` reading the ``[cli:run]`` section."""
+
+    def __init__(self, dest: str, option_strings: Sequence[str], **kwargs: Any) -> None:
+        super().__init__("run", dest, option_strings, **kwargs)
+
+
+class torchxconfig_list(torchxconfig):
+    """:class:`torchxconfig` reading the ``[cli:list]`` section."""
+
+    def __init__(self, dest: str, option_strings: Sequence[str], **kwargs: Any) -> None:
+        super().__init__("list", dest, option_strings, **kwargs)

@@ -1,0 +1,66 @@
+"""``torchx list [-s SCHEDULER] [-cfg k=v,...]``: list a scheduler's apps as a table.
+
+The default scheduler is ``[cli:list] scheduler`` of ``.torchxconfig``, else the first
+registered one. ``-cfg`` values win over the ``[SCHEDULER]`` section of ``.torchxconfig``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from torchx.cli._schedulers import add_scheduler_argument, scheduler_names
+from torchx.cli.argparse_util import ArgOnceAction, torchxconfig_list
+from torchx.cli.cmd_base import SubCommand
+
+__all__ = ["APP_NAME_HEADER", "CmdList", "HANDLE_HEADER", "STATUS_HEADER", "get_runner"]
+
+HANDLE_HEADER = "APP HANDLE"
+APP_NAME_HEADER = "APP NAME"
+STATUS_HEADER = "APP STATUS"
+
+
+def get_runner(*args: Any, **kwargs: Any) -> Any:
+    """Returns ``torchx.runner.get_runner(*args, **kwargs)`` (looked up at call time)."""
+    from torchx.runner import get_runner as _get_runner
+
+    return _get_runner(*args, **kwargs)
+
+
+class CmdList(SubCommand):
+    """Lists the apps of a scheduler."""
+
+    def add_arguments(self, subparser: argparse.ArgumentParser) -> None:
+        """Adds ``-s/--scheduler`` and ``-cfg/--scheduler_args``."""
+        names = scheduler_names()
+        add_scheduler_argument(
+            subparser,
+            "-s",
+            "--scheduler",
+            names=names,
+            action=torchxconfig_list,
+            default=names[0] if names else None,
+            help="the scheduler to list the apps of",
+        )
+        subparser.add_argument(
+            "-cfg",
+            "--scheduler_args",
+            type=str,
+            action=ArgOnceAction,
+            default=None,
+            help="comma-separated run options for the scheduler, e.g. -cfg namespace=ml",
+        )
+
+    def run(self, args: argparse.Namespace) -> None:
+        """Prints the ``APP HANDLE``, ``APP NAME``, ``APP STATUS`` table."""
+        from tabulate import tabulate
+
+        from torchx.runner import config
+
+        with get_runner() as runner:
+            opts = runner.scheduler_run_opts(args.scheduler)
+            cfg = dict(opts.cfg_from_str(args.scheduler_args or ""))
+            config.apply(scheduler=args.scheduler, cfg=cfg)
+            apps = runner.list(args.scheduler, cfg)
+        rows = [[app.app_handle, app.name, str(app.state)] for app in apps]
+        print(tabulate(rows, headers=[HANDLE_HEADER, APP_NAME_HEADER, STATUS_HEADER]))

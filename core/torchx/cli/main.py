@@ -1,0 +1,207 @@
+"""Entry point of the ``torchx`` command (``torchx = torchx.cli.main:main``).
+
+Sub-commands come from :func:`get_default_sub_cmds` plus the ``torchx.cli.cmds`` entry-point
+group (``name = module:SubCommandClass``; a plugin with a builtin's name replaces it).
+
+Startup is lazy: ``torchx --help`` imports only ``argparse`` and this package. Builtin commands
+are imported when selected, and their arguments are added only when that command is parsed.
+
+Errors: a user mistake prints ``torchx: error: <one line>`` on stderr and exits 1 (argparse
+usage errors exit 2); the traceback is shown only with ``--log_level DEBUG``. A SIGINT or
+SIGTERM exits with ``128 + signal number`` (130 or 143) after ``torchx run`` has cancelled
+its app.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from torchx.cli._lazy import LazySubCommand, LazySubParsersAction, group_may_have_entry_points
+from torchx.cli.cmd_base import SubCommand
+from torchx.version import __version__
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+    from typing import Any
+
+__all__ = [
+    "create_parser",
+    "get_default_sub_cmds",
+    "get_sub_cmds",
+    "load_group",
+    "main",
+    "run_main",
+]
+
+CMDS_GROUP = "torchx.cli.cmds"
+
+# name -> ("module:Class", one-line help). Adding a builtin command is one line here.
+_DEFAULT_SUB_CMDS: dict[str, tuple[str, str]] = {
+    "builtins": ("torchx.cli.cmd_run:CmdBuiltins", "Lists the builtin components"),
+    "cancel": ("torchx.cli.cmd_cancel:CmdCancel", "Cancels a running app"),
+    "configure": ("torchx.cli.cmd_configure:CmdConfigure", "Writes a .torchxconfig file"),
+    "delete": ("torchx.cli.cmd_delete:CmdDelete", "Deletes an app from its scheduler"),
+    "describe": ("torchx.cli.cmd_describe:CmdDescribe", "Describes an app (its AppDef)"),
+    "list": ("torchx.cli.cmd_list:CmdList", "Lists the apps of a scheduler"),
+    "log": ("torchx.cli.cmd_log:CmdLog", "Prints or tails the logs of an app"),
+    "run": ("torchx.cli.cmd_run:CmdRun", "Runs a component on a scheduler"),
+    "runopts": ("torchx.cli.cmd_runopts:CmdRunopts", "Lists the run options of schedulers"),
+    "status": ("torchx.cli.cmd_status:CmdStatus", "Prints the status of an app"),
+    "tracker": ("torchx.cli.cmd_tracker:CmdTracker", "Reads what the configured tracker recorded"),
+}
+
+
+def load_group(group: str, default: Any = None, skip_defaults: bool = False) -> Any:
+    """Returns ``torchx.util.entrypoints.load_group(group, default, skip_defaults)``.
+
+    When no installed distribution declares ``group`` it returns ``default`` without
+    importing ``importlib.metadata`` (see ``group_may_have_entry_points``).
+
+    Args:
+        group: the entry-point group.
+        default: returned when the group is empty.
+        skip_defaults: return None instead of ``default`` for an empty group.
+    """
+    if not group_may_have_entry_points(group):
+        return None if skip_defaults else default
+    from torchx.util.entrypoints import load_group as _load_group
+
+    return _load_group(group, default=default, skip_defaults=skip_defaults)
+
+
+def get_default_sub_cmds() -> dict[str, SubCommand]:
+    """Returns the builtin sub-commands by name.
+
+    Each value is a ``SubCommand`` that imports its module on first use (``.load()`` returns
+    the real command object).
+    """
+    return {name: LazySubCommand(ref, help) for name, (ref, help) in _DEFAULT_SUB_CMDS.items()}
+
+
+def get_sub_cmds() -> dict[str, SubCommand]:
+    """Returns the builtin sub-commands merged with the ``torchx.cli.cmds`` plugins.
+
+    Raises:
+        RuntimeError: a plugin command cannot be imported or instantiated.
+        TypeError: a plugin entry point does not give a ``SubCommand``.
+    """
+    subcmds = get_default_sub_cmds()
+    plugins: Mapping[str, Any] | None = load_group(CMDS_GROUP, default=None)
+    for name, factory in (plugins or {}).items():
+        try:
+            cmd = factory()
+        except Exception as e:
+            raise RuntimeError(
+                f"cannot load the `{name}` command of entry-point group `{CMDS_GROUP}`:"
+                f" {type(e).__name__}: {e}; fix or uninstall the plugin that declares it"
+            ) from e
+        if not isinstance(cmd, SubCommand):
+            raise TypeError(
+                f"entry point `{name}` of group `{CMDS_GROUP}` gives a"
+                f" `{type(cmd).__name__}`, not a torchx.cli.cmd_base.SubCommand subclass;"
+                " fix or uninstall the plugin that declares it"
+            )
+        subcmds[name] = cmd
+    return subcmds
+
+
+def _help_of(cmd: SubCommand) -> str | None:
+    help = getattr(cmd, "help", None)
+    if isinstance(help, str):
+        return help
+    doc = type(cmd).__doc__
+    return doc.strip().splitlines()[0] if doc and doc.strip() else None
+
+
+def _log_level(value: str) -> str:
+    names = ("CRITICAL", "FATAL", "ERROR", "WARN", "WARNING", "INFO", "DEBUG", "NOTSET")
+    if value.isdigit() or value.upper() in names:
+        return value.upper()
+    raise argparse.ArgumentTypeError(
+        f"invalid log level `{value}`; use one of {', '.join(names)} or a number"
+    )
+
+
+def create_parser(subcmds: Mapping[str, SubCommand]) -> argparse.ArgumentParser:
+    """Creates the ``torchx`` parser with the global flags and one sub-parser per command.
+
+    A sub-command's ``add_arguments`` runs only when that sub-command is parsed.
+
+    Args:
+        subcmds: the sub-commands by name.
+    """
+    parser = argparse.ArgumentParser(prog="torchx", description="torchx CLI")
+    parser.add_argument(
+        "--log_level",
+        type=_log_level,
+        default=os.environ.get("LOGLEVEL", "INFO"),
+        help="Python logging log level (default: $LOGLEVEL or INFO)",
+    )
+    parser.add_argument("--version", action="version", version=f"torchx-{__version__}")
+    subparsers = parser.add_subparsers(
+        title="sub-commands",
+        description="Use the following commands to run operations, e.g.: torchx run ${JOB_NAME}",
+        action=LazySubParsersAction,
+        metavar="{" + ",".join(subcmds) + "}",
+    )
+    assert isinstance(subparsers, LazySubParsersAction)
+    for name, cmd in subcmds.items():
+        subparsers.add_command(name, cmd, _help_of(cmd))
+    return parser
+
+
+def _configure_logging(level: str) -> None:
+    import logging
+
+    from torchx.cli import colors
+
+    logging.basicConfig(
+        level=int(level) if level.isdigit() else level,
+        format=f"{colors.GRAY}torchx{colors.ENDC} %(asctime)s %(levelname)-8s %(message)s",
+        datefmt="%Y-%m-%d %H:%M:%S",
+    )
+
+
+def run_main(subcmds: Mapping[str, SubCommand], argv: Sequence[str] | None = None) -> None:
+    """Parses ``argv`` and runs the selected sub-command.
+
+    Known errors print ``torchx: error: <message>`` and exit 1 (see the module docstring).
+
+    Args:
+        subcmds: the sub-commands by name.
+        argv: the arguments (default ``sys.argv[1:]``).
+    """
+    from torchx.cli._handler import handle_errors
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    with handle_errors(argv):
+        parser = create_parser(subcmds)
+        args = parser.parse_args(argv)
+        _configure_logging(args.log_level)
+        if "func" not in args:
+            parser.print_help()
+            sys.exit(1)
+        args.func(args)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """The ``torchx`` console script: installs the signal handlers, then :func:`run_main`.
+
+    Args:
+        argv: the arguments (default ``sys.argv[1:]``).
+    """
+    from torchx.cli._handler import handle_errors
+    from torchx.cli._signals import install_signal_handlers
+
+    install_signal_handlers()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    with handle_errors(argv):
+        subcmds = get_sub_cmds()
+    run_main(subcmds, argv)
+
+
+if __name__ == "__main__":
+    main()

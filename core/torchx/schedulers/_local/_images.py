@@ -1,0 +1,80 @@
+"""Image providers of ``local_cwd``: where a role's image lives on the local host."""
+
+from __future__ import annotations
+
+import abc
+import os
+from collections.abc import Mapping
+from typing import Any, Optional
+
+from torchx.specs.api import Role
+
+__all__ = ["CWDImageProvider", "ImageProvider", "LocalDirectoryImageProvider"]
+
+
+class ImageProvider(abc.ABC):
+    """Resolves a role's image to a local directory (the ``img_root`` macro)."""
+
+    @abc.abstractmethod
+    def fetch(self, image: str) -> str:
+        """Make ``image`` available locally and return its root directory."""
+
+    def fetch_role(self, role: Role) -> str:
+        """Return the image root of ``role`` (``fetch(role.image)``)."""
+        return self.fetch(role.image)
+
+    def get_cwd(self, image: str) -> Optional[str]:
+        """Return the working directory replicas of ``image`` start in (None: inherit)."""
+        return None
+
+    def get_entrypoint(self, img_root: str, role: Role) -> str:
+        """Return the command replicas of ``role`` execute."""
+        return role.entrypoint
+
+
+class CWDImageProvider(ImageProvider):
+    """Ignores the image: the root and the working directory are the current directory.
+
+    Args:
+        cfg: the run config (unused).
+    """
+
+    def __init__(self, cfg: Optional[Mapping[str, Any]] = None) -> None:
+        self._cfg = cfg
+
+    def fetch(self, image: str) -> str:
+        """Return the current working directory."""
+        return os.getcwd()
+
+    def get_cwd(self, image: str) -> Optional[str]:
+        """Return the current working directory."""
+        return os.getcwd()
+
+
+class LocalDirectoryImageProvider(ImageProvider):
+    """Treats the image as an existing local directory, which is also the working directory.
+
+    Args:
+        cfg: the run config (unused).
+    """
+
+    def __init__(self, cfg: Optional[Mapping[str, Any]] = None) -> None:
+        self._cfg = cfg
+
+    def fetch(self, image: str) -> str:
+        """Validate that ``image`` is a directory and return it.
+
+        Raises:
+            ValueError: ``image`` does not exist or is not a directory.
+        """
+        if not os.path.isdir(image):
+            raise ValueError(f"Invalid image name: {image}, does not exist or is not a directory")
+        return image
+
+    def get_cwd(self, image: str) -> Optional[str]:
+        """Return the image directory."""
+        return image
+
+    def get_entrypoint(self, img_root: str, role: Role) -> str:
+        """Return the entrypoint resolved inside the image directory."""
+        return os.path.join(img_root, role.entrypoint)

@@ -1,0 +1,178 @@
+"""Launcher side of ``local_cwd``: prepare an app's dirs and start its supervisor process."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import threading
+import uuid
+from pathlib import Path
+from typing import Any, Optional
+
+import torchx
+from torchx.schedulers._local import _protocol as proto
+from torchx.schedulers._local._request import PopenRequest, request_to_json
+from torchx.schedulers._local._state import LocalApp
+from torchx.specs.api import AppState
+
+__all__ = ["_LocalAppDef", "launch"]
+
+_SUPERVISOR_MODULE = "torchx.schedulers._local.supervisor"
+
+
+class _LocalAppDef:
+    """An app this process launched: its dirs, supervisor process and (attached) lifeline.
+
+    Args:
+        id: the app id.
+        log_dir: the app's log dir.
+        app: the on-disk view of the app.
+        supervisor: the supervisor process.
+        lifeline: write end of the pipe whose EOF stops an attached app (None when detached).
+    """
+
+    def __init__(
+        self,
+        id: str,
+        log_dir: str,
+        app: LocalApp,
+        supervisor: Optional[subprocess.Popen[bytes]] = None,
+        lifeline: Optional[int] = None,
+    ) -> None:
+        self.id = id
+        self.log_dir = log_dir
+        self.app = app
+        self.supervisor = supervisor
+        self.lifeline = lifeline
+
+    @property
+    def attached(self) -> bool:
+        """Whether the app stops when this process exits."""
+        return self.lifeline is not None
+
+    @property
+    def state(self) -> AppState:
+        """The app's current state (read from disk)."""
+        return self.app.app_state()
+
+    def is_terminal(self) -> bool:
+        """Return whether the app has ended."""
+        return self.state in (AppState.SUCCEEDED, AppState.FAILED, AppState.CANCELLED)
+
+    def close(self) -> None:
+        """Drop the lifeline (an attached app that still runs is stopped by its supervisor)."""
+        if self.lifeline is not None:
+            os.close(self.lifeline)
+            self.lifeline = None
+
+    def __repr__(self) -> str:
+        return f"_LocalAppDef(id={self.id!r}, log_dir={self.log_dir!r})"
+
+
+def _check_log_files(request: PopenRequest) -> None:
+    for params in request.role_params.values():
+        for param in params:
+            for path in (param.stdout, param.stderr, param.combined):
+                if path and os.path.exists(path):
+                    raise FileExistsError(
+                        f"log file: {path} already exists, specify a different log_dir,"
+                        " app_name, or remove the file and retry"
+                    )
+
+
+def _make_dirs(request: PopenRequest) -> Path:
+    app_dir = Path(request.app_dir)
+    app_dir.parent.mkdir(parents=True, exist_ok=True)
+    app_dir.mkdir(mode=0o700)
+    for dirs in request.role_log_dirs.values():
+        for replica_dir in dirs:
+            os.makedirs(replica_dir, exist_ok=True)
+    return app_dir
+
+
+def _supervisor_env() -> dict[str, str]:
+    root = str(Path(torchx.__file__).resolve().parent.parent)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+    return env
+
+
+def launch(request: PopenRequest) -> _LocalAppDef:
+    """Write the app's files and start its supervisor.
+
+    The control socket (and, when attached, the lifeline pipe) is created here, before the
+    supervisor starts, and handed over with ``pass_fds``, so other processes can connect to it
+    at once and an early launcher death is still seen.
+
+    Args:
+        request: the dry-run request.
+
+    Returns:
+        The launched app.
+
+    Raises:
+        FileExistsError: a log file already exists.
+    """
+    _check_log_files(request)
+    app_dir = _make_dirs(request)
+    control_name = f"torchx-local-{uuid.uuid4().hex}"
+    control = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    lifeline_r: Optional[int] = None
+    lifeline_w: Optional[int] = None
+    try:
+        control.bind("\0" + control_name)
+        control.listen(128)
+        data = request_to_json(request, control_name, os.getpid())
+        proto.write_json_atomic(app_dir / proto.REQUEST_FILE, data)
+        proto.write_json_atomic(app_dir / proto.STATE_FILE, _initial_state(data))
+        cmd = [sys.executable, "-m", _SUPERVISOR_MODULE, str(app_dir)]
+        cmd += ["--control-fd", str(control.fileno())]
+        fds = [control.fileno()]
+        if not request.detach:
+            lifeline_r, lifeline_w = os.pipe()
+            cmd += ["--launcher-fd", str(lifeline_r)]
+            fds.append(lifeline_r)
+        with open(app_dir / proto.SUPERVISOR_LOG, "ab") as log:
+            supervisor = subprocess.Popen(
+                cmd,
+                pass_fds=fds,
+                start_new_session=True,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                env=_supervisor_env(),
+                cwd=app_dir,
+            )
+    except BaseException:
+        if lifeline_w is not None:
+            os.close(lifeline_w)
+        raise
+    finally:
+        control.close()
+        if lifeline_r is not None:
+            os.close(lifeline_r)
+    threading.Thread(
+        target=supervisor.wait, name=f"torchx-reap-{request.app_id}", daemon=True
+    ).start()
+    app = LocalApp(app_dir, data)
+    return _LocalAppDef(request.app_id, request.log_dir, app, supervisor, lifeline_w)
+
+
+def _initial_state(request: dict[str, Any]) -> dict[str, Any]:
+    roles = request["roles"]
+    return {
+        "app_id": request["app_id"],
+        "seq": 0,
+        "state": "PENDING",
+        "msg": "",
+        "num_restarts": 0,
+        "roles": [
+            {
+                "name": role["name"],
+                "replicas": [{"id": i, "state": "PENDING"} for i in range(len(role["replicas"]))],
+            }
+            for role in roles
+        ],
+    }

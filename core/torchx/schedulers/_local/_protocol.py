@@ -1,0 +1,105 @@
+"""The on-disk and socket protocol shared by the launcher and the per-app supervisor.
+
+Stdlib only: the supervisor imports this module and nothing else from torchx.
+
+App dir layout (``{state_root}/{session}/{app_id}/``): ``request.json`` (written once by the
+launcher), ``state.json`` (rewritten atomically by the supervisor on every transition, with a
+growing ``seq``), ``supervisor.log``. The supervisor listens on an abstract-namespace unix socket
+(name in ``request.json["control"]``) that the launcher bound before spawning it, so connecting
+never races the supervisor's start-up: a refused connection means the supervisor has exited.
+Commands are one line: ``wait STATE`` (the reply is EOF once the app's state is no longer
+STATE, e.g. ``wait RUNNING``) and ``cancel``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "REQUEST_FILE",
+    "STATE_FILE",
+    "SUPERVISOR_LOG",
+    "TERMINAL_STATES",
+    "connect",
+    "is_alive",
+    "read_json",
+    "send_cancel",
+    "wait_change",
+    "write_json_atomic",
+]
+
+REQUEST_FILE = "request.json"
+STATE_FILE = "state.json"
+SUPERVISOR_LOG = "supervisor.log"
+TERMINAL_STATES = frozenset({"SUCCEEDED", "FAILED", "CANCELLED"})
+
+
+def read_json(path: Path) -> dict[str, Any] | None:
+    """Read a JSON object; None if the file is missing or not a JSON object."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
+    """Write ``data`` to ``path`` atomically (temp file in the same dir, then ``os.replace``)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        json.dump(data, f, indent=1)
+    os.replace(tmp, path)
+
+
+def _address(name: str) -> str:
+    return "\0" + name
+
+
+def connect(name: str) -> socket.socket | None:
+    """Connect to a supervisor's control socket; None if no supervisor listens any more."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.connect(_address(name))
+    except OSError:
+        sock.close()
+        return None
+    return sock
+
+
+def is_alive(name: str) -> bool:
+    """Return whether the supervisor listening on ``name`` is still running."""
+    sock = connect(name)
+    if sock is None:
+        return False
+    sock.close()
+    return True
+
+
+def send_cancel(name: str) -> bool:
+    """Ask the supervisor to cancel its app; False if it is not running."""
+    sock = connect(name)
+    if sock is None:
+        return False
+    with sock, contextlib.suppress(OSError):
+        sock.sendall(b"cancel\n")
+    return True
+
+
+def wait_change(name: str, state: str, timeout: float) -> None:
+    """Block until the app leaves ``state``, the supervisor exits, or ``timeout`` passes."""
+    if timeout <= 0:
+        return
+    sock = connect(name)
+    if sock is None:
+        return
+    with sock, contextlib.suppress(OSError):
+        sock.sendall(f"wait {state}\n".encode())
+        sock.settimeout(timeout)
+        sock.recv(1)

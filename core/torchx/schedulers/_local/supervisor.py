@@ -1,0 +1,384 @@
+"""The per-app supervisor of ``local_cwd`` (run as ``python -m ...supervisor APP_DIR``).
+
+It owns the app's replicas (one process group each), copies their output into log files, applies
+retries, fans a failure out to the other replicas, and writes ``state.json`` on every transition.
+It ends the app when it receives SIGTERM/SIGINT/SIGHUP or a ``cancel`` command, and, when attached,
+when its launcher dies (EOF on ``--launcher-fd``). It is a child subreaper, so descendants that
+leave their replica's process group are still found and killed. The terminal state is written only
+once nothing the app started is left running. Stdlib only, so it starts fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import ctypes
+import os
+import resource
+import selectors
+import signal
+import socket
+import struct
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from torchx.schedulers._local._protocol import (
+    REQUEST_FILE,
+    STATE_FILE,
+    read_json,
+    write_json_atomic,
+)
+from torchx.schedulers._local._replica import Replica
+
+__all__ = ["Supervisor", "main"]
+
+_PR_SET_PDEATHSIG = 1
+_PR_SET_CHILD_SUBREAPER = 36
+_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+_TICK = 0.05
+
+
+class Supervisor:
+    """Runs one app described by ``APP_DIR/request.json`` until it ends.
+
+    Args:
+        app_dir: the app's state dir.
+        control: the listening control socket (bound by the launcher).
+        launcher_fd: read end of the attached launcher's pipe, or None when detached.
+    """
+
+    def __init__(self, app_dir: Path, control: socket.socket, launcher_fd: int | None) -> None:
+        request = read_json(app_dir / REQUEST_FILE)
+        if request is None:
+            raise SystemExit(f"torchx supervisor: cannot read {app_dir / REQUEST_FILE}")
+        self.app_dir = app_dir
+        self.request = request
+        self.grace = float(request.get("grace_period", 10.0))
+        self.roles: list[dict[str, Any]] = request["roles"]
+        self.role_restarts = {role["name"]: 0 for role in self.roles}
+        self.app_restarts = 0
+        libc = ctypes.CDLL(None, use_errno=True)
+        self._libc = libc
+        self.replicas = [
+            Replica(role["name"], i, spec, self._child_setup)
+            for role in self.roles
+            for i, spec in enumerate(role["replicas"])
+        ]
+        self.seq, self.state, self.msg, self.num_restarts = 0, "PENDING", "", 0
+        self.phase = "running"
+        self.final_state = ""
+        self.started_at = time.time()
+        self.sel = selectors.DefaultSelector()
+        self.control = control
+        self.launcher_fd = launcher_fd
+        self.clients: dict[socket.socket, bytes] = {}
+        self.waiters: dict[socket.socket, str] = {}
+        self._pid = os.getpid()
+
+    # -- setup -------------------------------------------------------------------------------
+
+    def _child_setup(self) -> None:
+        """In the replica (before exec): die with the supervisor, even if it is SIGKILLed."""
+        self._libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != self._pid:
+            os._exit(1)
+
+    def _setup(self) -> None:
+        self._libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        del soft
+        rfd, wfd = os.pipe()
+        os.set_blocking(rfd, False)
+        os.set_blocking(wfd, False)
+        signal.set_wakeup_fd(wfd, warn_on_full_buffer=False)
+        for sig in (signal.SIGCHLD, *_STOP_SIGNALS):
+            signal.signal(sig, _ignore)
+        self.sel.register(rfd, selectors.EVENT_READ, (self._on_signals, rfd))
+        self.control.setblocking(False)
+        self.sel.register(self.control, selectors.EVENT_READ, (self._on_accept, self.control))
+        if self.launcher_fd is not None:
+            os.set_blocking(self.launcher_fd, False)
+            fd = self.launcher_fd
+            self.sel.register(fd, selectors.EVENT_READ, (self._on_launcher, fd))
+
+    # -- main loop ---------------------------------------------------------------------------
+
+    def run(self) -> int:
+        """Run the app to its end; return the supervisor's exit code (0)."""
+        self._setup()
+        for replica in self.replicas:
+            if self.phase == "running":
+                self._spawn(replica)
+        if self.phase == "running":
+            self.state = "RUNNING"
+        self._write_state()
+        while self.phase != "done":
+            busy = self.phase == "stopping" or any(r.restart_pending for r in self.replicas)
+            for key, _ in self.sel.select(_TICK if busy else None):
+                callback, arg = key.data
+                callback(arg)
+            self._reap()
+            self._advance()
+        self._finish()
+        return 0
+
+    def _spawn(self, replica: Replica) -> None:
+        error = replica.spawn(self.sel)
+        if error is not None:
+            replica.state, replica.exit_code = "FAILED", 127
+            self._on_failure(replica, f"could not start: {error}")
+
+    def _reap(self) -> None:
+        by_pid = {r.pid: r for r in self.replicas if r.pid is not None}
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            replica = by_pid.get(pid)
+            if replica is not None:
+                self._on_exit(replica, os.waitstatus_to_exitcode(status))
+
+    def _on_exit(self, replica: Replica, code: int) -> None:
+        replica.reaped(code)
+        if replica.restart_pending:
+            replica.state = "PENDING"
+        elif code == 0:
+            replica.state = "SUCCEEDED"
+        elif replica.stopping:
+            replica.state = "CANCELLED"
+        else:
+            replica.state = "FAILED"
+            self._on_failure(replica, f"exited with code {code}")
+        self._write_state()
+
+    def _on_failure(self, replica: Replica, reason: str) -> None:
+        if self.phase != "running":
+            return
+        role = next(r for r in self.roles if r["name"] == replica.role)
+        policy, limit = role.get("retry_policy", "APPLICATION"), int(role.get("max_retries", 0))
+        if policy == "REPLICA" and replica.restarts < limit:
+            replica.restarts += 1
+            targets = [replica]
+        elif policy == "ROLE" and self.role_restarts[replica.role] < limit:
+            self.role_restarts[replica.role] += 1
+            targets = [r for r in self.replicas if r.role == replica.role]
+        elif policy == "APPLICATION" and self.app_restarts < limit:
+            self.app_restarts += 1
+            targets = list(self.replicas)
+        else:
+            msg = f"replica {replica.role}/{replica.idx} {reason}"
+            self._begin_stop("FAILED", msg)
+            return
+        self.num_restarts += 1
+        self.msg = f"restarting after replica {replica.role}/{replica.idx} {reason}"
+        for target in targets:
+            target.restart_pending = True
+            target.state = "PENDING"
+            target.terminate(self.grace)
+
+    def _advance(self) -> None:
+        now = time.monotonic()
+        for replica in self.replicas:
+            replica.kill_if_due(now)
+        if self.phase == "running":
+            for replica in self.replicas:
+                if replica.restart_pending and not replica.busy() and self.phase == "running":
+                    replica.restart_pending = False
+                    self._spawn(replica)
+                    self._write_state()
+            if all(r.state == "SUCCEEDED" for r in self.replicas):
+                self._begin_stop("SUCCEEDED", "")
+        if self.phase == "stopping" and not any(r.busy() for r in self.replicas):
+            self.phase = "done"
+
+    def _begin_stop(self, final_state: str, msg: str) -> None:
+        if self.phase != "running":
+            return
+        self.phase, self.final_state, self.msg = "stopping", final_state, msg
+        for replica in self.replicas:
+            replica.restart_pending = False
+            replica.terminate(self.grace)
+        if final_state != "SUCCEEDED":
+            self._write_state()
+
+    def _finish(self) -> None:
+        self._kill_escaped()
+        for replica in self.replicas:
+            replica.close()
+            if replica.state in ("PENDING", "RUNNING"):
+                replica.state = "CANCELLED"
+        self.state = self.final_state
+        self._write_state(final=True)
+        self._write_summary()
+        for client in list(self.clients):
+            self._drop(client)
+        self.control.close()
+
+    def _kill_escaped(self) -> None:
+        """SIGKILL descendants that left their replica's group (they were reparented to us)."""
+        deadline = time.monotonic() + 5.0
+        while time.monotonic() < deadline:
+            self._reap()
+            children = _children(self._pid)
+            if not children:
+                return
+            for pid in children:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+            time.sleep(0.005)
+
+    # -- events ------------------------------------------------------------------------------
+
+    def _on_signals(self, fd: int) -> None:
+        with contextlib.suppress(BlockingIOError):
+            for signum in os.read(fd, 512):
+                if signum in _STOP_SIGNALS:
+                    name = signal.Signals(signum).name
+                    self._begin_stop("CANCELLED", f"cancelled (supervisor got {name})")
+
+    def _on_launcher(self, fd: int) -> None:
+        with contextlib.suppress(BlockingIOError):
+            if os.read(fd, 512):
+                return
+        self.sel.unregister(fd)
+        os.close(fd)
+        pid = self.request.get("launcher_pid")
+        self._begin_stop("CANCELLED", f"launcher process {pid} exited; attached app stopped")
+
+    def _on_accept(self, sock: socket.socket) -> None:
+        with contextlib.suppress(BlockingIOError, InterruptedError):
+            while True:
+                client, _ = sock.accept()
+                client.setblocking(False)
+                self.clients[client] = b""
+                self.sel.register(client, selectors.EVENT_READ, (self._on_client, client))
+
+    def _on_client(self, client: socket.socket) -> None:
+        try:
+            data = client.recv(4096)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if not data:
+            self._drop(client)
+            return
+        buffer = self.clients[client] + data
+        while client in self.clients and b"\n" in buffer:
+            line, buffer = buffer.split(b"\n", 1)
+            self.clients[client] = buffer
+            self._command(client, line.decode(errors="replace").split())
+
+    def _command(self, client: socket.socket, words: list[str]) -> None:
+        if words[:1] == ["wait"] and len(words) == 2 and words[1] == self.state:
+            self.waiters[client] = self.state
+            return
+        if words == ["cancel"]:
+            pid, uid, _ = struct.unpack(
+                "3i", client.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
+            )
+            if uid in (0, os.getuid()):
+                self._begin_stop("CANCELLED", f"cancelled by process {pid}")
+        self._drop(client)
+
+    def _drop(self, client: socket.socket) -> None:
+        self.waiters.pop(client, None)
+        if self.clients.pop(client, None) is not None:
+            self.sel.unregister(client)
+        client.close()
+
+    # -- state -------------------------------------------------------------------------------
+
+    def _write_state(self, final: bool = False) -> None:
+        self.seq += 1
+        data: dict[str, Any] = {
+            "app_id": self.request["app_id"],
+            "seq": self.seq,
+            "state": self.state,
+            "msg": self.msg,
+            "num_restarts": self.num_restarts,
+            "supervisor_pid": self._pid,
+            "started_at": self.started_at,
+            "ended_at": time.time() if final else None,
+            "roles": [
+                {"name": role["name"], "replicas": self._replica_states(role["name"])}
+                for role in self.roles
+            ],
+        }
+        write_json_atomic(self.app_dir / STATE_FILE, data)
+        for waiter, seen in list(self.waiters.items()):
+            if seen != self.state:
+                self._drop(waiter)
+
+    def _replica_states(self, role: str) -> list[dict[str, Any]]:
+        return [
+            {
+                "id": r.idx,
+                "state": r.state,
+                "pid": r.proc.pid if r.proc is not None else None,
+                "exit_code": r.exit_code,
+                "restarts": r.restarts,
+            }
+            for r in self.replicas
+            if r.role == role
+        ]
+
+    def _write_summary(self) -> None:
+        log_dir = Path(self.request.get("log_dir") or self.app_dir)
+        summary = {
+            "app_id": self.request["app_id"],
+            "state": self.state,
+            "num_restarts": self.num_restarts,
+            "roles": {role["name"]: self._replica_states(role["name"]) for role in self.roles},
+        }
+        with contextlib.suppress(OSError):
+            write_json_atomic(log_dir / "SUCCESS", summary)
+
+
+def _ignore(signum: int, frame: object) -> None:
+    """Python-level no-op handler: the wakeup fd carries the signal to the loop."""
+
+
+def _children(pid: int) -> list[int]:
+    kids: list[int] = []
+    try:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/children") as f:
+                kids.extend(int(p) for p in f.read().split())
+    except OSError:
+        return _children_by_scan(pid)
+    return kids
+
+
+def _children_by_scan(pid: int) -> list[int]:
+    kids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                with open(f"/proc/{entry}/stat") as f:
+                    stat = f.read()
+                if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                    kids.append(int(entry))
+    return kids
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: parse ``APP_DIR --control-fd N [--launcher-fd N]`` and run the app."""
+    parser = argparse.ArgumentParser(prog="torchx-local-supervisor")
+    parser.add_argument("app_dir", type=Path)
+    parser.add_argument("--control-fd", type=int, required=True)
+    parser.add_argument("--launcher-fd", type=int, default=None)
+    args = parser.parse_args(argv)
+    control = socket.socket(fileno=args.control_fd)
+    return Supervisor(args.app_dir, control, args.launcher_fd).run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

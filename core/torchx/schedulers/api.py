@@ -1,0 +1,213 @@
+"""The scheduler API (§11): the ``Scheduler`` base class, run-option and response types.
+
+Beyond TorchX, ``Scheduler.wait_for_change(app_id, timeout)`` lets ``Runner.wait`` return as soon as
+an app may have changed instead of at the next poll tick (the base implementation just sleeps).
+"""
+
+from __future__ import annotations
+
+import abc
+import builtins
+import logging
+import time
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Generic, Optional, TypeVar, Union, cast
+
+from torchx.schedulers._api_opts import StructuredOpts
+from torchx.schedulers._api_types import (
+    DescribeAppResponse,
+    ListAppResponse,
+    Stream,
+    filter_regex,
+    split_lines,
+    split_lines_iterator,
+)
+from torchx.specs.api import NULL_RESOURCE, AppDef, AppDryRunInfo, CfgVal, Role, runopts
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+    from torchx.specs.api import Workspace
+
+__all__ = [
+    "DescribeAppResponse",
+    "ListAppResponse",
+    "Scheduler",
+    "Stream",
+    "StructuredOpts",
+    "filter_regex",
+    "split_lines",
+    "split_lines_iterator",
+]
+
+logger: logging.Logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+class Scheduler(abc.ABC, Generic[T]):
+    """Base class of every scheduler; ``T`` is the (resolved) cfg type ``_submit_dryrun`` takes.
+
+    Args:
+        backend: the scheduler's backend name.
+        session_name: the session the scheduler's apps belong to.
+    """
+
+    def __init__(self, backend: str, session_name: str) -> None:
+        self.backend = backend
+        self.session_name = session_name
+
+    def close(self) -> None:
+        """Release what the scheduler holds; the base class holds nothing."""
+
+    def submit(
+        self,
+        app: AppDef,
+        cfg: Mapping[str, CfgVal],
+        workspace: Union[Workspace, str, None] = None,
+    ) -> str:
+        """Resolve ``cfg``, build workspaces, dry-run and schedule ``app``.
+
+        Args:
+            app: the application to run.
+            cfg: run options (resolved against ``run_opts()``).
+            workspace: overrides ``app.roles[0].workspace`` when non-empty.
+
+        Returns:
+            The scheduler's app id.
+
+        Raises:
+            ValueError: a workspace was given but the scheduler does not support workspaces.
+        """
+        from torchx.workspace.api import WorkspaceMixin
+
+        resolved = self.run_opts().resolve(cfg)
+        if isinstance(self, WorkspaceMixin):
+            if workspace:
+                _apply_workspace(app.roles[0], workspace)
+            self.build_workspaces(app.roles, resolved)
+        elif workspace:
+            raise ValueError(f"scheduler `{self.backend}` does not support workspaces")
+        return self.schedule(self.submit_dryrun(app, resolved))
+
+    @abc.abstractmethod
+    def schedule(self, dryrun_info: AppDryRunInfo[Any]) -> str:
+        """Submit the request of a dry run; return the app id."""
+
+    def submit_dryrun(self, app: AppDef, cfg: Mapping[str, CfgVal]) -> AppDryRunInfo[Any]:
+        """Build the request for ``app`` without submitting it.
+
+        Args:
+            app: the application.
+            cfg: run options (resolved against ``run_opts()`` here).
+
+        Returns:
+            The dry-run info, after every role's ``pre_proc`` hook.
+        """
+        resolved = self.run_opts().resolve(cfg)
+        info = self._submit_dryrun(app, cast(T, resolved))
+        for role in app.roles:
+            info = role.pre_proc(self.backend, info)
+        info._app = app
+        info._cfg = resolved
+        return info
+
+    @abc.abstractmethod
+    def _submit_dryrun(self, app: AppDef, cfg: T) -> AppDryRunInfo[Any]:
+        """Build the scheduler request."""
+
+    def run_opts(self) -> runopts:
+        """Return the run options this scheduler accepts (plus workspace options)."""
+        from torchx.workspace.api import WorkspaceMixin
+
+        opts = self._run_opts()
+        if isinstance(self, WorkspaceMixin):
+            opts.update(self.workspace_opts())
+        return opts
+
+    def _run_opts(self) -> runopts:
+        return runopts()
+
+    @abc.abstractmethod
+    def describe(self, app_id: str) -> Optional[DescribeAppResponse]:
+        """Describe an app; None means it does not exist."""
+
+    @abc.abstractmethod
+    def list(self, cfg: Optional[Mapping[str, CfgVal]] = None) -> builtins.list[ListAppResponse]:
+        """List the apps this scheduler can see (``cfg`` may route to a backend)."""
+
+    def exists(self, app_id: str) -> bool:
+        """Return whether the app exists (``describe`` is not None)."""
+        return self.describe(app_id) is not None
+
+    @abc.abstractmethod
+    def _cancel_existing(self, app_id: str) -> None:
+        """Cancel an app known to exist."""
+
+    def cancel(self, app_id: str) -> None:
+        """Cancel the app if it exists; otherwise do nothing (idempotent)."""
+        if self.exists(app_id):
+            self._cancel_existing(app_id)
+
+    def delete(self, app_id: str) -> None:
+        """Delete the app if it exists (by default this cancels it)."""
+        if self.exists(app_id):
+            self._delete_existing(app_id)
+
+    def _delete_existing(self, app_id: str) -> None:
+        self._cancel_existing(app_id)
+
+    def log_iter(
+        self,
+        app_id: str,
+        role_name: str,
+        k: int = 0,
+        regex: Optional[str] = None,
+        since: Optional[datetime] = None,
+        until: Optional[datetime] = None,
+        should_tail: bool = False,
+        streams: Optional[Stream] = None,
+    ) -> Iterable[str]:
+        """Iterate over the log lines (each keeping its newline) of replica ``k`` of a role.
+
+        Raises:
+            NotImplementedError: the scheduler does not support log iteration.
+        """
+        raise NotImplementedError(
+            f"{self.__class__.__qualname__} does not support application log iteration"
+        )
+
+    def wait_for_change(self, app_id: str, timeout: float) -> None:
+        """Block until the app's state may have changed or ``timeout`` seconds passed.
+
+        Schedulers that can observe exits override this to return early; the base sleeps.
+
+        Args:
+            app_id: the app to watch.
+            timeout: the longest time to block, in seconds.
+        """
+        time.sleep(max(0.0, timeout))
+
+    def _pre_build_validate(self, app: AppDef, scheduler: str, cfg: Mapping[str, CfgVal]) -> None:
+        """Validate before workspaces are built; a no-op by default."""
+
+    def _validate(self, app: AppDef, scheduler: str, cfg: Mapping[str, CfgVal]) -> None:
+        """Validate before the dry run: every role needs a resource.
+
+        Raises:
+            ValueError: a role has ``NULL_RESOURCE``.
+        """
+        for role in app.roles:
+            if role.resource == NULL_RESOURCE:
+                raise ValueError(
+                    f"No resource for role: {role.name} (image: {role.image})."
+                    " Did you forget to attach resource to the role"
+                )
+
+
+def _apply_workspace(role: Role, workspace: Union[Workspace, str]) -> None:
+    from torchx.specs.api import Workspace
+
+    ws = Workspace.from_str(workspace) if isinstance(workspace, str) else workspace
+    logger.info("overriding `%s` role's workspace with `%s`", role.name, ws)
+    role.workspace = ws

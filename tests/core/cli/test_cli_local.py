@@ -1,0 +1,152 @@
+"""End to end on local_cwd through the real `torchx` command: run, then status/log/describe/list/cancel
+from second invocations, and signal handling."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+TORCHX = str(Path(sys.executable).parent / "torchx")
+
+
+def torchx(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [TORCHX, *args],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        env=dict(os.environ),
+        timeout=timeout,
+    )
+
+
+def wait_for_state(handle: str, states: set[str], timeout: float = 60) -> dict[str, object]:
+    deadline = time.monotonic() + timeout
+    while True:
+        proc = torchx("status", "--json", handle)
+        assert proc.returncode == 0, proc.stderr
+        status = json.loads(proc.stdout)
+        if status["state"] in states or time.monotonic() > deadline:
+            return status
+        time.sleep(0.2)
+
+
+def test_run_local_waits_and_streams_prefixed_logs() -> None:
+    proc = torchx("run", "-s", "local_cwd", "utils.echo", "--msg", "hello from echo")
+    assert proc.returncode == 0, proc.stderr
+    handle = proc.stdout.strip()
+    assert handle.startswith("local_cwd://torchx/echo-")
+    assert "echo/0 hello from echo" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+    # a second invocation sees the finished app
+    status = torchx("status", handle)
+    assert status.returncode == 0, status.stderr
+    assert "State: SUCCEEDED" in status.stdout
+    as_json = json.loads(torchx("status", "--json", handle).stdout)
+    assert as_json["state"] == "SUCCEEDED"
+
+    log = torchx("log", handle)
+    assert log.returncode == 0, log.stderr
+    assert "echo/0 hello from echo" in log.stdout
+    log = torchx("log", f"{handle}/echo/0")
+    assert log.returncode == 0, log.stderr
+    assert "echo/0 hello from echo" in log.stdout
+
+    missing_role = torchx("log", f"{handle}/ecoh")
+    assert missing_role.returncode == 1
+    assert "no role `ecoh` found for app" in missing_role.stderr
+    assert "`echo`" in missing_role.stderr
+
+    describe = torchx("describe", handle)
+    assert describe.returncode == 0, describe.stderr
+    assert "'name': 'echo'" in describe.stdout
+
+    listed = torchx("list", "-s", "local_cwd")
+    assert listed.returncode == 0, listed.stderr
+    assert "APP HANDLE" in listed.stdout and "APP STATUS" in listed.stdout
+    assert handle in listed.stdout
+
+
+def test_run_local_failure_exits_1() -> None:
+    proc = torchx("run", "-s", "local_cwd", "utils.sh", "sh", "-c", "echo failing; exit 3")
+    assert proc.returncode == 1, proc.stderr
+    assert "sh/0 failing" in proc.stderr
+    assert "FAILED" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_run_detached_then_cancel_from_another_invocation() -> None:
+    proc = torchx("run", "-s", "local_cwd", "-cfg", "detach=True", "utils.sh", "sleep", "60")
+    assert proc.returncode == 0, proc.stderr
+    handle = proc.stdout.strip()
+    try:
+        status = wait_for_state(handle, {"RUNNING"})
+        assert status["state"] == "RUNNING"
+        cancel = torchx("cancel", handle)
+        assert cancel.returncode == 0, cancel.stderr
+        status = wait_for_state(handle, {"CANCELLED", "FAILED", "SUCCEEDED"})
+        assert status["state"] == "CANCELLED"
+    finally:
+        torchx("cancel", handle)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_signal_cancels_the_app_and_exits_without_traceback(sig: signal.Signals) -> None:
+    run = subprocess.Popen(
+        [TORCHX, "run", "-s", "local_cwd", "utils.sh", "sh", "-c", "echo started; sleep 60"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert run.stdout is not None
+        handle = run.stdout.readline().strip()
+        assert handle.startswith("local_cwd://"), run.stderr.read() if run.stderr else ""
+        assert wait_for_state(handle, {"RUNNING"})["state"] == "RUNNING"
+        run.send_signal(sig)
+        _, err = run.communicate(timeout=60)
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.communicate()
+    assert run.returncode == 128 + sig, err
+    assert "Traceback" not in err
+    status = wait_for_state(handle, {"CANCELLED", "FAILED", "SUCCEEDED"})
+    assert status["state"] == "CANCELLED"
+
+
+def test_log_filters_streams_and_tails_a_running_app() -> None:
+    script = "echo out-1; echo err-1 >&2; sleep 1; echo out-2"
+    proc = torchx("run", "-s", "local_cwd", "-cfg", "detach=True", "utils.sh", "sh", "-c", script)
+    assert proc.returncode == 0, proc.stderr
+    handle = proc.stdout.strip()
+    try:
+        tail = torchx("log", "-t", handle)  # waits for the start, follows until the end
+        assert tail.returncode == 0, tail.stderr
+        assert "sh/0 out-1" in tail.stdout and "sh/0 out-2" in tail.stdout
+
+        regex = torchx("log", "--regex", "out-2", handle)
+        assert regex.returncode == 0, regex.stderr
+        assert regex.stdout.strip() == "sh/0 out-2"
+
+        err = torchx("log", "--streams", "stderr", f"{handle}/sh/0")
+        assert err.returncode == 0, err.stderr
+        assert err.stdout.strip() == "sh/0 err-1"
+
+        roles = torchx("status", "--roles", "sh", handle)
+        assert roles.returncode == 0, roles.stderr
+        assert "sh[0]" in roles.stdout
+        no_roles = torchx("status", "--roles", "other", handle)
+        assert no_roles.returncode == 0, no_roles.stderr
+        assert "sh[0]" not in no_roles.stdout
+    finally:
+        torchx("cancel", handle)
