@@ -21,7 +21,7 @@ $(STAMP_RUN): pyproject.toml | $(PY)
 	touch $@
 
 $(STAMP_DEV): pyproject.toml | $(PY)
-	$(PY) -m pip install --quiet -e '.[dev,examples]'
+	$(PY) -m pip install --quiet -e '.[dev,examples,mlflow]'
 	touch $@ $(STAMP_RUN)
 
 venv: $(STAMP_DEV)

@@ -7,6 +7,10 @@ Run it the way ``make run`` does::
 Every worker builds the same synthetic dataset (a fixed random linear target plus noise), trains on
 its own shard, and DDP averages the gradients. Rank 0 prints the loss as it goes down and saves a
 checkpoint whose path it prints last.
+
+When trackers are configured (``.torchxconfig`` ``[torchx:tracker]`` or ``TORCHX_TRACKERS``), rank 0
+records the run's hyper-parameters and final loss as metadata and the checkpoint as an artifact; the
+parent run (``--parent_run_id``) is linked by torchx itself, so ``torchx tracker lineage`` shows it.
 """
 
 from __future__ import annotations
@@ -47,6 +51,15 @@ def app_id() -> str:
     return job_id.rsplit("/", 1)[-1] or "local"
 
 
+def record(args: argparse.Namespace, final_loss: float, ckpt: Path) -> None:
+    """Records metadata and the checkpoint on the configured trackers (a no-op without any)."""
+    from torchx.tracker import app_run_from_env
+
+    run = app_run_from_env()
+    run.add_metadata(steps=args.steps, lr=args.lr, batch_size=args.batch_size, loss=final_loss)
+    run.add_artifact("checkpoint", str(ckpt), {"steps": args.steps})
+
+
 def main(argv: list[str] | None = None) -> Path | None:
     args = parse_args(argv)
     dist.init_process_group(backend="gloo")
@@ -62,6 +75,7 @@ def main(argv: list[str] | None = None) -> Path | None:
     loss_fn = nn.MSELoss()
     gen = torch.Generator().manual_seed(args.seed + rank)
 
+    print(f"worker {rank}/{world} ready", flush=True)
     if rank == 0:
         print(f"training on {world} workers, {args.steps} steps", flush=True)
     for step in range(1, args.steps + 1):
@@ -79,6 +93,7 @@ def main(argv: list[str] | None = None) -> Path | None:
         ckpt.parent.mkdir(parents=True, exist_ok=True)
         torch.save({"model": model.module.state_dict(), "steps": args.steps}, ckpt)
         print(f"checkpoint saved to {ckpt}", flush=True)
+        record(args, float(loss.item()), ckpt)
     dist.barrier()
     dist.destroy_process_group()
     return ckpt

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -13,6 +15,10 @@ def _isolate_torchx_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iter
     home = tmp_path / "torchx_home"
     monkeypatch.setenv("TORCHX_HOME", str(home))
     monkeypatch.setenv("TORCHXCONFIG", "")
+    # replicas run `python`, `torchrun`, `torchx` from PATH: make them this venv's, however pytest
+    # was started
+    bin_dir = str(Path(sys.executable).parent)
+    monkeypatch.setenv("PATH", os.pathsep.join([bin_dir, os.environ.get("PATH", "")]))
     for var in ("TORCHX_TRACKERS", "TORCHX_PARENT_RUN_ID", "TORCHX_JOB_ID"):
         monkeypatch.delenv(var, raising=False)
     yield

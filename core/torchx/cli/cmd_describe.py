@@ -1,4 +1,4 @@
-"""``torchx describe APP_HANDLE``: print an app's AppDef. An unknown app exits 1."""
+"""``torchx describe APP_HANDLE [--json]``: print an app's AppDef. An unknown app exits 1."""
 
 from __future__ import annotations
 
@@ -16,12 +16,25 @@ __all__ = ["CmdDescribe"]
 class CmdDescribe(AppHandleSubCommand):
     """Describes an app (its AppDef)."""
 
+    def add_arguments(self, subparser: argparse.ArgumentParser) -> None:
+        """Adds ``app_handle`` and ``--json``."""
+        super().add_arguments(subparser)
+        subparser.add_argument(
+            "--json", action="store_true", default=False, help="print the AppDef as JSON"
+        )
+
     def run_with_runner(self, args: argparse.Namespace, runner: Runner) -> None:
-        """Prints ``pformat(asdict(app), indent=2, width=80)``."""
+        """Prints ``pformat(asdict(app), indent=2, width=80)`` (or JSON with ``--json``)."""
         from dataclasses import asdict
-        from pprint import pformat
 
         app = runner.describe(args.app_handle)
         if app is None:
             raise unknown_app_error(args.app_handle)
+        if args.json:
+            import json
+
+            print(json.dumps(asdict(app), indent=2, default=str))
+            return
+        from pprint import pformat
+
         print(pformat(asdict(app), indent=2, width=80))

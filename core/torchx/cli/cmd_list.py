@@ -1,4 +1,4 @@
-"""``torchx list [-s SCHEDULER] [-cfg k=v,...]``: list a scheduler's apps as a table.
+"""``torchx list [-s SCHEDULER] [-cfg k=v,...] [--json]``: list a scheduler's apps as a table.
 
 The default scheduler is ``[cli:list] scheduler`` of ``.torchxconfig``, else the first
 registered one. ``-cfg`` values win over the ``[SCHEDULER]`` section of ``.torchxconfig``.
@@ -50,6 +50,9 @@ class CmdList(SubCommand):
             default=None,
             help="comma-separated run options for the scheduler, e.g. -cfg namespace=ml",
         )
+        subparser.add_argument(
+            "--json", action="store_true", default=False, help="print a JSON list instead"
+        )
 
     def run(self, args: argparse.Namespace) -> None:
         """Prints the ``APP HANDLE``, ``APP NAME``, ``APP STATUS`` table."""
@@ -62,5 +65,19 @@ class CmdList(SubCommand):
             cfg = dict(opts.cfg_from_str(args.scheduler_args or ""))
             config.apply(scheduler=args.scheduler, cfg=cfg)
             apps = runner.list(args.scheduler, cfg)
+        if args.json:
+            import json
+
+            data = [
+                {
+                    "app_handle": a.app_handle,
+                    "app_id": a.app_id,
+                    "name": a.name,
+                    "state": str(a.state),
+                }
+                for a in apps
+            ]
+            print(json.dumps(data, indent=2))
+            return
         rows = [[app.app_handle, app.name, str(app.state)] for app in apps]
         print(tabulate(rows, headers=[HANDLE_HEADER, APP_NAME_HEADER, STATUS_HEADER]))
