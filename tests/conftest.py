@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from _support import write_dist
 
 
 @pytest.fixture(autouse=True)
@@ -24,36 +25,11 @@ def _isolate_torchx_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iter
     yield
 
 
-def write_entry_points(
-    root: Path, groups: dict[str, dict[str, str]], name: str = "fake_plugin"
-) -> Path:
-    """Writes a minimal installed distribution (``*.dist-info``) declaring entry points under ``root``.
-
-    Put ``root`` on ``sys.path`` (or ``PYTHONPATH`` for a subprocess) and ``importlib.metadata`` finds
-    the entry points for real.
-    """
-    dist = root / f"{name}-0.0.1.dist-info"
-    dist.mkdir(parents=True, exist_ok=True)
-    (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.0.1\n")
-    lines = []
-    for group, entries in groups.items():
-        lines.append(f"[{group}]")
-        lines.extend(f"{k} = {v}" for k, v in entries.items())
-        lines.append("")
-    (dist / "entry_points.txt").write_text("\n".join(lines))
-    return root
-
-
-@pytest.fixture
-def entry_points_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A tmp dir on ``sys.path`` for fake distributions and plugin modules (see write_entry_points)."""
-    root = tmp_path / "site"
-    root.mkdir()
-    monkeypatch.syspath_prepend(str(root))
-    return root
-
-
 @pytest.fixture
 def make_dist() -> Callable[..., Path]:
-    """The ``write_entry_points`` helper as a fixture (test modules cannot import conftest)."""
-    return write_entry_points
+    """``make_dist(root, groups, name="fake_plugin")``: see ``_support.write_dist``."""
+
+    def make(root: Path, groups: dict[str, dict[str, str]], name: str = "fake_plugin") -> Path:
+        return write_dist(root, name, groups)
+
+    return make

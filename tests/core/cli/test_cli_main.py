@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from _support import write_dist
 
 from torchx.cli import main as cli_main
 from torchx.cli.cmd_base import SubCommand
@@ -236,7 +237,7 @@ def test_run_main_keyboard_interrupt_exits_130(capsys: pytest.CaptureFixture[str
 # ------------------------------------------------------------------ plugin commands
 
 
-def _write_plugin(root: Path, entry_points: str) -> None:
+def _write_plugin(root: Path, entry_points: dict[str, str]) -> None:
     (root / "my_torchx_plugin.py").write_text(
         "import argparse\n"
         "from torchx.cli.cmd_base import SubCommand\n\n"
@@ -249,16 +250,13 @@ def _write_plugin(root: Path, entry_points: str) -> None:
         "class NotACommand:\n"
         "    pass\n"
     )
-    dist = root / "my_torchx_plugin-0.1.dist-info"
-    dist.mkdir()
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: my-torchx-plugin\nVersion: 0.1\n")
-    (dist / "entry_points.txt").write_text(entry_points)
+    write_dist(root, "my_torchx_plugin", {"torchx.cli.cmds": entry_points})
 
 
 def test_plugin_command_from_entry_point(tmp_path: Path) -> None:
     _write_plugin(
         tmp_path,
-        "[torchx.cli.cmds]\nhello = my_torchx_plugin:Hello\nstatus = my_torchx_plugin:Hello\n",
+        {"hello": "my_torchx_plugin:Hello", "status": "my_torchx_plugin:Hello"},
     )
     env = {"PYTHONPATH": str(tmp_path)}
     proc = torchx("hello", "--who", "plugin", env=env)
@@ -273,7 +271,7 @@ def test_plugin_command_from_entry_point(tmp_path: Path) -> None:
 
 
 def test_plugin_that_is_not_a_subcommand_is_one_line_error(tmp_path: Path) -> None:
-    _write_plugin(tmp_path, "[torchx.cli.cmds]\nbad = my_torchx_plugin:NotACommand\n")
+    _write_plugin(tmp_path, {"bad": "my_torchx_plugin:NotACommand"})
     proc = torchx("builtins", env={"PYTHONPATH": str(tmp_path)})
     assert proc.returncode == 1
     assert "torchx: error: entry point `bad` of group `torchx.cli.cmds`" in proc.stderr

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import sys
-import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
+from _support import write_dist, write_file
 
 from torchx.plugins import PluginRegistry, PluginType, RegistrationError, registry
 
@@ -18,23 +18,6 @@ PREFIXES = ("torchx_plugins", "plg_ep_mod")
 def purge() -> None:
     for name in [m for m in sys.modules if m.split(".")[0] in PREFIXES]:
         del sys.modules[name]
-
-
-def write(root: Path, rel: str, src: str) -> None:
-    path = root / rel
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(textwrap.dedent(src))
-
-
-def write_dist(root: Path, name: str, groups: dict[str, dict[str, str]]) -> None:
-    info = root / f"{name}-0.1.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n")
-    lines: list[str] = []
-    for group, eps in groups.items():
-        lines.append(f"[{group}]")
-        lines += [f"{k} = {v}" for k, v in eps.items()]
-    (info / "entry_points.txt").write_text("\n".join(lines) + "\n")
 
 
 @pytest.fixture
@@ -60,15 +43,15 @@ def {name}(session_name, **kwargs):
 
 
 def test_namespace_plugins_are_collected_recursively(site: Path) -> None:
-    write(site, "torchx_plugins/schedulers/a.py", SCHED.format(name="alpha"))
-    write(site, "torchx_plugins/schedulers/sub/__init__.py", "")
-    write(site, "torchx_plugins/schedulers/sub/b.py", SCHED.format(name="beta"))
+    write_file(site, "torchx_plugins/schedulers/a.py", SCHED.format(name="alpha"))
+    write_file(site, "torchx_plugins/schedulers/sub/__init__.py", "")
+    write_file(site, "torchx_plugins/schedulers/sub/b.py", SCHED.format(name="beta"))
     # implicit namespace sub-directory (no __init__.py)
-    write(site, "torchx_plugins/schedulers/ns/deep/c.py", SCHED.format(name="gamma"))
-    write(site, "torchx_plugins/schedulers/_private.py", SCHED.format(name="hidden"))
-    write(site, "torchx_plugins/schedulers/_priv/d.py", SCHED.format(name="hidden2"))
+    write_file(site, "torchx_plugins/schedulers/ns/deep/c.py", SCHED.format(name="gamma"))
+    write_file(site, "torchx_plugins/schedulers/_private.py", SCHED.format(name="hidden"))
+    write_file(site, "torchx_plugins/schedulers/_priv/d.py", SCHED.format(name="hidden2"))
     # re-exported from another module: not defined here, so not collected twice
-    write(
+    write_file(
         site,
         "torchx_plugins/schedulers/reexport.py",
         "from torchx_plugins.schedulers.a import alpha\n",
@@ -84,7 +67,7 @@ def test_namespace_plugins_are_collected_recursively(site: Path) -> None:
 
 
 def test_register_names_and_generic_form(site: Path) -> None:
-    write(
+    write_file(
         site,
         "torchx_plugins/tracker/t.py",
         """
@@ -113,8 +96,8 @@ def test_register_names_and_generic_form(site: Path) -> None:
 
 
 def test_import_errors_are_recorded_and_warned_not_raised(site: Path) -> None:
-    write(site, "torchx_plugins/schedulers/good.py", SCHED.format(name="good"))
-    write(site, "torchx_plugins/schedulers/bad.py", "import plg_missing_dependency\n")
+    write_file(site, "torchx_plugins/schedulers/good.py", SCHED.format(name="good"))
+    write_file(site, "torchx_plugins/schedulers/bad.py", "import plg_missing_dependency\n")
     with pytest.warns(UserWarning, match="torchx_plugins.schedulers.bad"):
         factories = registry().get(PluginType.SCHEDULER)
     assert list(factories) == ["good"]
@@ -128,10 +111,10 @@ def test_import_errors_are_recorded_and_warned_not_raised(site: Path) -> None:
 
 
 def test_get_is_cached_until_clear(site: Path) -> None:
-    write(site, "torchx_plugins/schedulers/a.py", SCHED.format(name="alpha"))
+    write_file(site, "torchx_plugins/schedulers/a.py", SCHED.format(name="alpha"))
     reg = registry()
     assert list(reg.get(PluginType.SCHEDULER)) == ["alpha"]
-    write(site, "torchx_plugins/schedulers/b.py", SCHED.format(name="beta"))
+    write_file(site, "torchx_plugins/schedulers/b.py", SCHED.format(name="beta"))
     assert list(reg.get(PluginType.SCHEDULER)) == ["alpha"]
     assert registry() is reg
     reg.clear()
@@ -140,8 +123,10 @@ def test_get_is_cached_until_clear(site: Path) -> None:
 
 
 def test_entry_points_are_deferred_and_win_over_namespace(site: Path) -> None:
-    write(site, "torchx_plugins/schedulers/a.py", SCHED.format(name="alpha"))
-    write(site, "plg_ep_mod.py", "def make(session_name, **kw):\n    return ('ep', session_name)\n")
+    write_file(site, "torchx_plugins/schedulers/a.py", SCHED.format(name="alpha"))
+    write_file(
+        site, "plg_ep_mod.py", "def make(session_name, **kw):\n    return ('ep', session_name)\n"
+    )
     write_dist(
         site,
         "plg_dist",
@@ -159,8 +144,8 @@ def test_entry_points_are_deferred_and_win_over_namespace(site: Path) -> None:
 
 
 def test_duplicate_in_namespace_first_wins(site: Path) -> None:
-    write(site, "torchx_plugins/schedulers/a.py", SCHED.format(name="alpha"))
-    write(
+    write_file(site, "torchx_plugins/schedulers/a.py", SCHED.format(name="alpha"))
+    write_file(
         site,
         "torchx_plugins/schedulers/b.py",
         """
@@ -189,8 +174,8 @@ def test_duplicate_equal_named_resource_is_idempotent(site: Path) -> None:
     def diff_{n}():
         return Resource(cpu={n}, gpu=0, memMB=10)
     """
-    write(site, "torchx_plugins/named_resources/a.py", body.format(n=1))
-    write(site, "torchx_plugins/named_resources/b.py", body.format(n=2))
+    write_file(site, "torchx_plugins/named_resources/a.py", body.format(n=1))
+    write_file(site, "torchx_plugins/named_resources/b.py", body.format(n=2))
     with pytest.warns(UserWarning) as rec:
         factories = registry().get(PluginType.NAMED_RESOURCE)
     assert [str(w.message) for w in rec if "same" in str(w.message)] == []
@@ -205,8 +190,8 @@ def test_duplicate_equal_named_resource_is_idempotent(site: Path) -> None:
 def test_plugins_source(
     site: Path, monkeypatch: pytest.MonkeyPatch, source: str, expected: set[str]
 ) -> None:
-    write(site, "torchx_plugins/schedulers/a.py", SCHED.format(name="alpha"))
-    write(site, "plg_ep_mod.py", "def make(session_name, **kw):\n    return 1\n")
+    write_file(site, "torchx_plugins/schedulers/a.py", SCHED.format(name="alpha"))
+    write_file(site, "plg_ep_mod.py", "def make(session_name, **kw):\n    return 1\n")
     write_dist(site, "plg_dist_src", {"torchx.schedulers": {"e1": "plg_ep_mod:make"}})
     monkeypatch.setenv("TORCHX_PLUGINS_SOURCE", source)
     assert set(registry().get(PluginType.SCHEDULER)) == expected
@@ -231,8 +216,8 @@ def test_project_tracker_entry_point_is_visible(site: Path) -> None:
 
 
 def test_to_dict_and_str(site: Path) -> None:
-    write(site, "torchx_plugins/schedulers/a.py", SCHED.format(name="alpha"))
-    write(site, "torchx_plugins/schedulers/bad.py", "raise RuntimeError('boom')\n")
+    write_file(site, "torchx_plugins/schedulers/a.py", SCHED.format(name="alpha"))
+    write_file(site, "torchx_plugins/schedulers/bad.py", "raise RuntimeError('boom')\n")
     with pytest.warns(UserWarning, match="boom"):
         d = registry().to_dict()
     assert d["torchx.schedulers"]["alpha"] == {
@@ -249,7 +234,7 @@ def test_to_dict_and_str(site: Path) -> None:
 
 
 def test_explicit_source_argument(site: Path) -> None:
-    write(site, "torchx_plugins/schedulers/a.py", SCHED.format(name="alpha"))
+    write_file(site, "torchx_plugins/schedulers/a.py", SCHED.format(name="alpha"))
     assert PluginRegistry(source=0).get(PluginType.SCHEDULER) == {}
     assert list(PluginRegistry(source=1).get(PluginType.SCHEDULER)) == ["alpha"]
 
@@ -259,6 +244,6 @@ def test_pkgutil_module_reference_is_used(site: Path, monkeypatch: pytest.Monkey
 
     from torchx.plugins import _registry
 
-    write(site, "torchx_plugins/schedulers/a.py", SCHED.format(name="alpha"))
+    write_file(site, "torchx_plugins/schedulers/a.py", SCHED.format(name="alpha"))
     monkeypatch.setattr(_registry, "pkgutil", SimpleNamespace(iter_modules=lambda *a, **k: []))
     assert registry().get(PluginType.SCHEDULER) == {}

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _support import write_dist
 
 import torchx.schedulers as schedulers
 from torchx import plugins
@@ -59,13 +60,7 @@ def install_plugins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
 
     def install(entry_points: dict[str, str]) -> None:
         (tmp_path / "tmp_sched_plugin.py").write_text(PLUGIN_MODULE)
-        dist = tmp_path / "tmp_sched_plugin-1.0.dist-info"
-        dist.mkdir()
-        (dist / "METADATA").write_text(
-            "Metadata-Version: 2.1\nName: tmp-sched-plugin\nVersion: 1.0\n"
-        )
-        lines = "\n".join(f"{k} = {v}" for k, v in entry_points.items())
-        (dist / "entry_points.txt").write_text(f"[torchx.schedulers]\n{lines}\n")
+        write_dist(tmp_path, "tmp_sched_plugin", {"torchx.schedulers": entry_points})
         monkeypatch.syspath_prepend(str(tmp_path))
         plugins.registry.cache_clear()
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import textwrap
 import threading
 import time
 import warnings
@@ -12,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from _support import write_dist, write_file
 
 from torchx.plugins import registry
 from torchx.specs import (
@@ -30,23 +30,6 @@ PREFIXES = ("torchx_plugins", "my_module", "my_resources", "nr_custom")
 def purge() -> None:
     for name in [m for m in sys.modules if m.split(".")[0] in PREFIXES]:
         del sys.modules[name]
-
-
-def write(root: Path, rel: str, src: str) -> None:
-    path = root / rel
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(textwrap.dedent(src))
-
-
-def write_dist(root: Path, name: str, groups: dict[str, dict[str, str]]) -> None:
-    info = root / f"{name}-0.1.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n")
-    lines: list[str] = []
-    for group, eps in groups.items():
-        lines.append(f"[{group}]")
-        lines += [f"{k} = {v}" for k, v in eps.items()]
-    (info / "entry_points.txt").write_text("\n".join(lines) + "\n")
 
 
 @pytest.fixture
@@ -158,8 +141,8 @@ def test_get_named_resources_is_deprecated() -> None:
 
 
 def test_seed_doc_entry_point_example(site: Path) -> None:
-    write(site, "my_module/__init__.py", "")
-    write(
+    write_file(site, "my_module/__init__.py", "")
+    write_file(
         site,
         "my_module/resources.py",
         """
@@ -176,7 +159,7 @@ def test_seed_doc_entry_point_example(site: Path) -> None:
 
 
 def test_seed_doc_custom_module_example(site: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    write(
+    write_file(
         site,
         "my_resources.py",
         """
@@ -211,7 +194,7 @@ def test_custom_module_default_missing_is_silent(site: Path) -> None:
 
 
 def test_custom_module_missing_dependency(site: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    write(site, "nr_custom_dep.py", "import nr_custom_not_installed\nNAMED_RESOURCES = {}\n")
+    write_file(site, "nr_custom_dep.py", "import nr_custom_not_installed\nNAMED_RESOURCES = {}\n")
     # not set explicitly (the default module path): treated as absent
     monkeypatch.setattr(nr_module, "DEFAULT_CUSTOM_NAMED_RESOURCES", "nr_custom_dep")
     assert "gpu.small" in named_resources
@@ -222,14 +205,14 @@ def test_custom_module_missing_dependency(site: Path, monkeypatch: pytest.Monkey
 
 
 def test_custom_module_without_named_resources(site: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    write(site, "nr_custom_empty.py", "X = 1\n")
+    write_file(site, "nr_custom_empty.py", "X = 1\n")
     monkeypatch.setenv("TORCHX_CUSTOM_NAMED_RESOURCES", "nr_custom_empty")
     with pytest.raises(AttributeError, match="NAMED_RESOURCES"):
         named_resources["gpu.small"]
 
 
 def test_merge_order(site: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    write(
+    write_file(
         site,
         "nr_custom_order.py",
         """
@@ -241,7 +224,7 @@ def test_merge_order(site: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         }
         """,
     )
-    write(
+    write_file(
         site,
         "torchx_plugins/named_resources/p.py",
         """
@@ -268,7 +251,7 @@ def test_merge_order(site: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_reentrant_lookup_raises(site: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    write(
+    write_file(
         site,
         "nr_custom_reentrant.py",
         """

@@ -4,10 +4,10 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from _support import write_dist
 
 from torchx.tracker import app_run_from_env
 from torchx.tracker.api import AppRun, build_trackers, tracker_config_env_var_name
@@ -65,12 +65,12 @@ def create(config):
 
 
 @pytest.fixture
-def my_tracker_site(tmp_path: Path, make_dist: Callable[..., Path]) -> Path:
+def my_tracker_site(tmp_path: Path) -> Path:
     site = tmp_path / "site"
     (site / "my_package").mkdir(parents=True)
     (site / "my_package" / "__init__.py").write_text("")
     (site / "my_package" / "tracking.py").write_text(MY_TRACKER)
-    make_dist(site, {"torchx.tracker": {"my_tracker": "my_package.tracking:create"}})
+    write_dist(site, "my_package", {"torchx.tracker": {"my_tracker": "my_package.tracking:create"}})
     return site
 
 

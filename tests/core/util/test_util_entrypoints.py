@@ -8,21 +8,11 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from _support import write_dist
 
 from torchx.util import entrypoints
 
 MODULE = "ep_test_mod"
-
-
-def write_dist(root: Path, name: str, groups: dict[str, dict[str, str]]) -> None:
-    info = root / f"{name}-0.1.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n")
-    lines: list[str] = []
-    for group, eps in groups.items():
-        lines.append(f"[{group}]")
-        lines += [f"{k} = {v}" for k, v in eps.items()]
-    (info / "entry_points.txt").write_text("\n".join(lines) + "\n")
 
 
 @pytest.fixture

@@ -1,0 +1,256 @@
+"""TorchXOperator under a real Airflow: dag.test() on SQLite, each run in its own process.
+
+Airflow reads its configuration when first imported, so every run happens in a child process
+(``python -m torchx_airflow._local_airflow test``) with an isolated AIRFLOW_HOME; TorchX apps
+are real local_cwd apps under the test's TORCHX_HOME, inspected from here with a Runner.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = [
+    pytest.mark.skipif(
+        importlib.util.find_spec("airflow") is None,
+        reason="apache-airflow is not installed (pip install -e '.[airflow]')",
+    ),
+    pytest.mark.slow,
+]
+
+LOGICAL_DATE = "2025-01-01T00:00:00+00:00"
+HEADER = """
+from datetime import datetime
+from airflow.sdk import DAG
+from torchx_airflow import TorchXOperator
+"""
+
+
+@pytest.fixture
+def airflow_env(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    from torchx_airflow._local_airflow import prepare_home
+
+    template = tmp_path_factory.getbasetemp() / "airflow-template"
+    env = prepare_home(tmp_path / "airflow", template=template)
+    bindir = os.path.dirname(sys.executable)
+    return {**os.environ, **env, "PATH": f"{bindir}:{os.environ.get('PATH', '')}"}
+
+
+@pytest.fixture
+def write_dag(airflow_env: dict[str, str]) -> Callable[[str], Path]:
+    def write(body: str) -> Path:
+        path = Path(airflow_env["AIRFLOW__CORE__DAGS_FOLDER"]) / "test_dag.py"
+        path.write_text(HEADER + textwrap.dedent(body))
+        return path
+
+    return write
+
+
+def _cmd(dag_file: Path, dag_id: str) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "torchx_airflow._local_airflow",
+        "test",
+        str(dag_file),
+        dag_id,
+        "--logical-date",
+        LOGICAL_DATE,
+    ]
+
+
+def run_dag(
+    env: dict[str, str], dag_file: Path, dag_id: str, retry_task: str = ""
+) -> tuple[dict[str, Any], str]:
+    cmd = _cmd(dag_file, dag_id)
+    if retry_task:  # the next try of a task of the existing run (what the scheduler does)
+        cmd[3:6] = ["retry", str(dag_file), dag_id, retry_task]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1]), proc.stdout + proc.stderr
+
+
+def runner() -> Any:
+    from torchx.runner import get_runner
+
+    return get_runner()
+
+
+def local_apps() -> list[Any]:
+    return runner().list("local_cwd")
+
+
+def wait_for(predicate: Callable[[], Any], timeout: float = 60) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError("condition not met in time")
+
+
+def processes_of(handle: str) -> list[int]:
+    """Pids whose environment carries TORCHX_JOB_ID=handle (the app's replicas)."""
+    needle = f"TORCHX_JOB_ID={handle}".encode()
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if needle in (entry / "environ").read_bytes().split(b"\0"):
+                pids.append(int(entry.name))
+        except OSError:
+            continue
+    return pids
+
+
+def test_pipeline_blocking_and_deferrable_with_lineage(write_dag, airflow_env) -> None:
+    dag_file = write_dag(
+        """
+        with DAG("pipe", schedule=None, start_date=datetime(2024, 1, 1)):
+            first = TorchXOperator(
+                task_id="first", component="utils.echo", component_args={"msg": "{{ dag.dag_id }}"}
+            )
+            second = TorchXOperator(
+                task_id="second",
+                component="utils.python",
+                component_args=["-c", "import os; print('parent', os.environ['TORCHX_PARENT_RUN_ID'])"],
+                parent_run_id="{{ ti.xcom_pull(task_ids='first', key='tracker_run_id') }}",
+                deferrable=True,
+                poll_interval=1,
+            )
+            first >> second
+        """
+    )
+    summary, output = run_dag(airflow_env, dag_file, "pipe")
+    assert summary["state"] == "success", output[-3000:]
+    first = summary["tasks"]["first"]["xcom"]["return_value"]
+    assert first["state"] == "SUCCEEDED"
+    assert first["app_handle"].startswith("local_cwd://torchx/echo-")
+    assert first["app_id"] == first["app_handle"].rsplit("/", 1)[-1]
+    assert first["tracker_run_id"] == first["app_handle"]
+    assert first["ui_url"]
+    assert "[echo/0] pipe" in output  # replica logs are in the task log
+    second = summary["tasks"]["second"]["xcom"]["return_value"]
+    assert "running trigger in line" in output  # it really deferred
+    lines = "".join(runner().log_lines(second["app_handle"], "python"))
+    assert f"parent {first['app_handle']}" in lines
+
+
+def test_failing_step_fails_task_with_app_error_and_skips_downstream(
+    write_dag, airflow_env
+) -> None:
+    dag_file = write_dag(
+        """
+        with DAG("fails", schedule=None, start_date=datetime(2024, 1, 1)):
+            bad = TorchXOperator(
+                task_id="bad",
+                component="utils.python",
+                component_args=["-c", "raise SystemExit('bad input: no rows')"],
+            )
+            after = TorchXOperator(task_id="after", component="utils.echo")
+            bad >> after
+        """
+    )
+    summary, output = run_dag(airflow_env, dag_file, "fails")
+    assert summary["state"] == "failed"
+    assert summary["tasks"]["bad"]["state"] == "failed"
+    assert summary["tasks"]["after"]["state"] == "upstream_failed"
+    assert summary["tasks"]["bad"]["xcom"]["state"] == "FAILED"
+    assert "TorchXAppError" in output and "ended FAILED" in output
+    assert "bad input: no rows" in output
+
+
+def test_sigterm_on_task_cancels_app_and_leaves_no_processes(write_dag, airflow_env) -> None:
+    dag_file = write_dag(
+        """
+        with DAG("killed", schedule=None, start_date=datetime(2024, 1, 1)):
+            TorchXOperator(task_id="long", component="utils.sh", component_args=["sleep", "120"])
+        """
+    )
+    proc = subprocess.Popen(
+        _cmd(dag_file, "killed"),
+        env=airflow_env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        app = wait_for(lambda: [a for a in local_apps() if a.state.name == "RUNNING"], 120)[0]
+        handle = app.app_handle
+        wait_for(lambda: processes_of(handle))
+        proc.send_signal(signal.SIGTERM)  # what Airflow's supervisor sends a killed task
+        status = runner().wait(handle, wait_interval=1)
+        assert status is not None and status.state.name == "CANCELLED"
+        wait_for(lambda: not processes_of(handle), 30)
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_kill_9_then_retry_reattaches_without_duplicate(write_dag, airflow_env) -> None:
+    marker = Path(airflow_env["AIRFLOW_HOME"]) / "go"
+    dag_file = write_dag(
+        f"""
+        with DAG("crash", schedule=None, start_date=datetime(2024, 1, 1)):
+            TorchXOperator(
+                task_id="job",
+                component="utils.python",
+                component_args=[
+                    "-c",
+                    "import os, time\\n"
+                    "while not os.path.exists({str(marker)!r}): time.sleep(0.1)\\n"
+                    "print('job done')",
+                ],
+                retries=2,
+            )
+        """
+    )
+    first = subprocess.Popen(
+        _cmd(dag_file, "crash"),
+        env=airflow_env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        app = wait_for(lambda: [a for a in local_apps() if a.state.name == "RUNNING"], 120)[0]
+        first.send_signal(signal.SIGKILL)  # the worker dies while the app runs
+        first.wait()
+    finally:
+        first.kill()
+    assert runner().status(app.app_handle).state.name == "RUNNING"  # detached: it survives
+
+    log = Path(airflow_env["AIRFLOW_HOME"]) / "retry.log"
+    cmd = _cmd(dag_file, "crash")
+    cmd[3:6] = ["retry", str(dag_file), "crash", "job"]
+    with log.open("w") as out:
+        retry = subprocess.Popen(cmd, env=airflow_env, stdout=out, stderr=subprocess.STDOUT)
+        try:
+            wait_for(lambda: "is RUNNING -> reattach" in log.read_text(), 120)
+            marker.touch()  # the app finishes while the new try waits on it
+            assert retry.wait(timeout=120) == 0
+        finally:
+            retry.kill()
+    output = log.read_text()
+    task = json.loads(output.strip().splitlines()[-1])["tasks"]["job"]
+    assert task["state"] == "success", output[-3000:]
+    assert task["xcom"]["return_value"]["app_handle"] == app.app_handle
+    assert "[python/0] job done" in output
+    assert len(local_apps()) == 1  # 0 duplicate jobs
+
+    # a finished (SUCCEEDED) app is reused, not relaunched, by a later try
+    summary, output = run_dag(airflow_env, dag_file, "crash", retry_task="job")
+    assert summary["tasks"]["job"]["state"] == "success"
+    assert "-> reuse" in output
+    assert len(local_apps()) == 1

@@ -1,0 +1,290 @@
+"""Hook, trigger, operator arguments and helpers of torchx_airflow, against real local apps."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+import logging
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("airflow") is None,
+    reason="apache-airflow is not installed (pip install -e '.[airflow]')",
+)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _airflow(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Imports Airflow with an isolated AIRFLOW_HOME and undoes its root-logger changes."""
+    home = tmp_path_factory.mktemp("airflow_home")
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("AIRFLOW_HOME", str(home))
+        mp.setenv("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
+        import torchx_airflow.operators.torchx
+        import torchx_airflow.triggers.torchx  # noqa: F401
+    root.handlers[:], root.level = handlers, level
+    yield
+
+
+def run_events(trigger: Any) -> list[dict[str, Any]]:
+    async def collect() -> list[dict[str, Any]]:
+        return [event.payload async for event in trigger.run()]
+
+    return asyncio.run(collect())
+
+
+def launch(args: list[str], component: str = "utils.sh") -> str:
+    from torchx.runner import get_runner
+
+    return get_runner().run_component(component, args, "local_cwd", cfg={"detach": True})
+
+
+# ------------------------------------------------------------------ trigger
+
+
+def test_trigger_serializes_to_primitives_and_round_trips() -> None:
+    from torchx_airflow.triggers.torchx import TorchXJobTrigger
+
+    trigger = TorchXJobTrigger(
+        "local_cwd://torchx/sh-abc", "my_conn", {"cache_size": 10}, poll_interval=2
+    )
+    classpath, kwargs = trigger.serialize()
+    assert classpath == "torchx_airflow.triggers.torchx.TorchXJobTrigger"
+    assert kwargs == {
+        "app_handle": "local_cwd://torchx/sh-abc",
+        "torchx_conn_id": "my_conn",
+        "scheduler_params": {"cache_size": 10},
+        "poll_interval": 2.0,
+    }
+    assert json.loads(json.dumps(kwargs)) == kwargs  # primitives only
+    module, _, name = classpath.rpartition(".")
+    rebuilt = getattr(importlib.import_module(module), name)(**kwargs)
+    assert rebuilt.serialize() == (classpath, kwargs)
+
+
+def test_trigger_yields_success_then_failed_events() -> None:
+    from torchx_airflow.triggers.torchx import TorchXJobTrigger
+
+    ok = launch(["echo", "ok"])
+    events = run_events(TorchXJobTrigger(ok, None, poll_interval=0.5))
+    assert events == [{"status": "success", "app_handle": ok, "state": "SUCCEEDED", "message": ""}]
+
+    bad = launch(["-c", "raise SystemExit('boom in replica')"], component="utils.python")
+    (event,) = run_events(TorchXJobTrigger(bad, None, poll_interval=0.5))
+    assert event["status"] == "failed" and event["state"] == "FAILED"
+    assert event["message"].startswith(f"TorchX app {bad} ended FAILED")
+
+
+def test_trigger_never_raises_it_yields_an_error_event() -> None:
+    from torchx_airflow.triggers.torchx import TorchXJobTrigger
+
+    (event,) = run_events(TorchXJobTrigger("not a handle", None))
+    assert event["status"] == "error"
+    assert "could not follow TorchX app not a handle" in event["message"]
+
+
+def test_trigger_on_kill_cancels_the_app() -> None:
+    from torchx.runner import get_runner
+    from torchx_airflow.triggers.torchx import TorchXJobTrigger
+
+    handle = launch(["sleep", "60"])
+    asyncio.run(TorchXJobTrigger(handle, None).on_kill())
+    status = get_runner().wait(handle, wait_interval=1)
+    assert status is not None and status.state.name == "CANCELLED"
+
+
+# ------------------------------------------------------------------ hook and settings
+
+
+def test_hook_reads_connection_extras_and_arguments_win(monkeypatch: pytest.MonkeyPatch) -> None:
+    from torchx_airflow.hooks.torchx import TorchXHook
+
+    extra = {
+        "scheduler": "local_docker",
+        "scheduler_cfg": {"log_dir": "/from/conn", "prepend_cwd": True},
+        "torchxconfig": "[local_cwd]\nauto_set_cuda_visible_devices = True\n"
+        "[component:dist.ddp]\nj = 1x2\n[torchx:tracker]\nfsspec =\n"
+        "[tracker:fsspec]\nconfig = /tmp/tracker.txt\n",
+    }
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_TORCHX_TEST", json.dumps({"conn_type": "torchx", "extra": extra})
+    )
+    hook = TorchXHook("torchx_test", scheduler="local_cwd", scheduler_cfg={"log_dir": "/arg"})
+    settings = hook.settings
+    assert settings.resolve_scheduler() == "local_cwd"
+    cfg = settings.run_cfg(hook.get_conn(), "local_cwd")
+    assert cfg == {"log_dir": "/arg", "prepend_cwd": True, "auto_set_cuda_visible_devices": True}
+    assert settings.component_defaults() == {"dist.ddp": {"j": "1x2"}}
+    assert settings.tracker_env() == {
+        "TORCHX_TRACKERS": "fsspec",
+        "TORCHX_TRACKER_FSSPEC_CONFIG": "/tmp/tracker.txt",
+    }
+
+
+def test_hook_errors_are_one_clear_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    from torchx_airflow.hooks.torchx import TorchXHook
+    from torchx_airflow.version_compat import AirflowNotFoundException
+
+    with pytest.raises(AirflowNotFoundException, match="connection `nope` does not exist"):
+        _ = TorchXHook("nope").settings
+    assert TorchXHook().settings.resolve_scheduler() == "local_cwd"  # default conn is optional
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_TX", json.dumps({"conn_type": "torchx", "extra": {"schedular": "x"}})
+    )
+    with pytest.raises(ValueError, match="unknown extra `schedular`: did you mean `scheduler`"):
+        _ = TorchXHook("tx").settings
+
+
+def test_settings_string_cfg_is_parsed_with_the_scheduler_runopts() -> None:
+    from torchx.runner import get_runner
+    from torchx_airflow._settings import TorchXSettings
+
+    settings = TorchXSettings(scheduler_cfg="prepend_cwd=True,log_dir=/x")
+    assert settings.run_cfg(get_runner(), "local_cwd") == {"prepend_cwd": True, "log_dir": "/x"}
+    cli = TorchXSettings(torchxconfig="[cli:run]\nscheduler = local_docker\n")
+    assert cli.resolve_scheduler() == "local_docker"
+
+
+# ------------------------------------------------------------------ appdef, status, reattach
+
+
+def test_overrides_set_image_named_resource_and_scheduler_retries() -> None:
+    from torchx.specs import resource
+    from torchx_airflow._appdef import apply_overrides, build_app
+
+    app = build_app("dist.ddp", ["-j", "1x2", "--script", "train.py"], None, {})
+    apply_overrides(app, image="img:1", resource={"train": "cpu.small"}, max_retries=3)
+    (role,) = app.roles
+    assert (role.image, role.max_retries) == ("img:1", 3)
+    assert role.resource == resource(h="cpu.small")
+    with pytest.raises(ValueError, match="names role `trian` \\(did you mean `train`\\?\\)"):
+        apply_overrides(app, resource={"trian": "cpu.small"})
+
+
+def test_component_defaults_and_dict_args() -> None:
+    from torchx_airflow._appdef import build_app
+
+    app = build_app("utils.echo", {"msg": "from dict"}, None, {})
+    assert app.roles[0].args == ["from dict"]
+    app = build_app("utils.echo", [], None, {"utils.echo": {"msg": "from defaults"}})
+    assert app.roles[0].args == ["from defaults"]
+
+
+def test_failure_message_leads_with_structured_error() -> None:
+    from torchx.specs import AppState, AppStatus
+    from torchx_airflow._status import failure_message, xcom_result
+
+    error = json.dumps({"message": {"message": "Traceback...\nValueError: bad lr", "errorCode": 1}})
+    status = AppStatus(AppState.FAILED, structured_error_msg=error, ui_url="file:///x")
+    message = failure_message("local_cwd://torchx/t-1", status)
+    assert (
+        message.splitlines()[0]
+        == "TorchX app local_cwd://torchx/t-1 ended FAILED: ValueError: bad lr"
+    )
+    assert xcom_result("local_cwd://torchx/t-1", status) == {
+        "app_handle": "local_cwd://torchx/t-1",
+        "app_id": "t-1",
+        "state": "FAILED",
+        "ui_url": "file:///x",
+        "tracker_run_id": "local_cwd://torchx/t-1",
+    }
+
+
+@pytest.mark.parametrize(
+    ("state", "decision"),
+    [
+        ("RUNNING", "reattach"),
+        ("PENDING", "reattach"),
+        ("SUCCEEDED", "reuse"),
+        ("FAILED", "launch"),
+        ("CANCELLED", "launch"),
+        (None, "launch"),
+    ],
+)
+def test_decide_what_a_retry_does(state: str | None, decision: str) -> None:
+    from torchx.specs import AppState, AppStatus
+    from torchx_airflow._reattach import decide
+
+    status = AppStatus(AppState[state]) if state else None
+    assert decide(status).value == decision
+
+
+def test_operator_arguments_are_checked_and_nothing_is_built_at_parse_time() -> None:
+    from torchx_airflow.operators.torchx import TorchXOperator
+
+    with pytest.raises(ValueError, match="pass exactly one of `component`"):
+        TorchXOperator(task_id="t")
+    op = TorchXOperator(task_id="t", component="no.such_component", component_args=["x"])
+    assert op.component == "no.such_component"  # resolved only in execute()
+    assert set(op.template_fields) >= {
+        "component",
+        "component_args",
+        "scheduler",
+        "scheduler_cfg",
+        "image",
+    }
+
+
+# ------------------------------------------------------------------ provider
+
+
+def test_provider_info_is_valid_and_imports_no_airflow() -> None:
+    code = (
+        "import sys, json; from torchx_airflow.provider_info import get_provider_info;"
+        "print(json.dumps([get_provider_info(), [m for m in sys.modules if m.split('.')[0] == 'airflow']]))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    info, airflow_modules = json.loads(out.stdout)
+    assert airflow_modules == []
+    import jsonschema
+
+    schema = Path(importlib.util.find_spec("airflow").origin).parent / "provider_info.schema.json"
+    jsonschema.validate(info, json.loads(schema.read_text()))
+    assert info["package-name"] == "torchx-flow"
+    assert info["connection-types"] == [
+        {"connection-type": "torchx", "hook-class-name": "torchx_airflow.hooks.torchx.TorchXHook"}
+    ]
+
+
+def test_airflow_providers_list_shows_torchx(tmp_path: Path, make_dist: Any) -> None:
+    site = make_dist(
+        tmp_path / "site",
+        {
+            "apache_airflow_provider": {
+                "provider_info": "torchx_airflow.provider_info:get_provider_info"
+            }
+        },
+        name="torchx_flow",
+    )
+    env = {
+        **os.environ,
+        "AIRFLOW_HOME": str(tmp_path / "home"),
+        "PYTHONPATH": f"{site}:{os.environ.get('PYTHONPATH', '')}",
+    }
+    out = subprocess.run(
+        [sys.executable, "-m", "airflow", "providers", "list", "-o", "json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert '"package_name": "torchx-flow"' in out.stdout
+    hooks = subprocess.run(
+        [sys.executable, "-m", "airflow", "providers", "hooks", "-o", "json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert "torchx_airflow.hooks.torchx.TorchXHook" in hooks.stdout
