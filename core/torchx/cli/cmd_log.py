@@ -13,7 +13,6 @@ import difflib
 import logging
 import re
 import sys
-import time
 from typing import TYPE_CHECKING, Any, Optional, TextIO
 
 from torchx.cli._errors import CliError
@@ -80,7 +79,7 @@ def _wait_until_started(runner: Runner, app_handle: str) -> None:
         if not waiting_logged:
             logger.info("Waiting for app state response before fetching logs...")
             waiting_logged = True
-        time.sleep(1)
+        runner.wait_for_change(app_handle, 1.0)
 
 
 def _unknown_role(role_name: str, app: AppDef) -> CliError:

@@ -57,17 +57,31 @@ class AppManagementMixin(RunnerBase):
         Returns:
             The terminal status, or None if the app disappeared.
         """
-        sched, backend, app_id = self._scheduler_app_id(app_handle)
+        _, backend, app_id = self._scheduler_app_id(app_handle)
         with log_event("wait", backend, app_id):
             while True:
                 status = self.status(app_handle)
                 if status is None or status.is_terminal():
                     return status
-                wait_for_change = getattr(sched, "wait_for_change", None)
-                if wait_for_change is None:  # a duck-typed third-party scheduler
-                    time.sleep(wait_interval)
-                else:
-                    wait_for_change(app_id, wait_interval)
+                self.wait_for_change(app_handle, wait_interval)
+
+    def wait_for_change(self, app_handle: AppHandle, timeout: float) -> None:
+        """Blocks until the app's state may have changed, or ``timeout`` seconds pass.
+
+        An extension of the TorchX API: it delegates to ``Scheduler.wait_for_change``, which
+        returns at once on schedulers that observe state changes (local_cwd) and sleeps
+        ``timeout`` on the others.
+
+        Args:
+            app_handle: the app handle.
+            timeout: the longest time to block, in seconds.
+        """
+        sched, _, app_id = self._scheduler_app_id(app_handle)
+        wait_for_change = getattr(sched, "wait_for_change", None)
+        if wait_for_change is None:  # a duck-typed third-party scheduler
+            time.sleep(timeout)
+        else:
+            wait_for_change(app_id, timeout)
 
     def cancel(self, app_handle: AppHandle) -> None:
         """Cancels the app if it exists and has not finished.

@@ -13,12 +13,10 @@ TorchX, where any scheduler plugin hid every builtin.
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Optional, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Optional, Protocol
 
 if TYPE_CHECKING:
     from types import ModuleType
@@ -47,8 +45,7 @@ class SchedulerFactory(Protocol):
         ...
 
 
-@dataclass(frozen=True)
-class _Builtin:
+class _Builtin(NamedTuple):  # not a dataclass: importing dataclasses slows every supervisor
     module: str
     err: Optional[str] = None  # install hint when the module's third-party import fails
 
@@ -104,6 +101,8 @@ def _import_builtin(name: str, builtin: _Builtin) -> Any:
 
 def _module_available(module: str) -> bool:
     try:
+        import importlib.util
+
         return importlib.util.find_spec(module) is not None
     except ModuleNotFoundError:
         return False
