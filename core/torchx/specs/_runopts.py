@@ -28,6 +28,13 @@ _YELLOW = "\033[33m"
 _RESET = "\033[0m"
 
 
+def _stderr_is_tty() -> bool:
+    """Colour log text only for a terminal (logs go to stderr)."""
+    import sys
+
+    return bool(sys.stderr is not None and sys.stderr.isatty())
+
+
 def _to_bool(value: str) -> bool:
     lowered = value.strip().lower()
     if lowered in _TRUE:
@@ -253,8 +260,9 @@ class runopts:
         for key, value in to_dict(cfg_str).items():
             canonical = self._canonical_key(key)
             if canonical is None:
+                yellow, reset = (_YELLOW, _RESET) if _stderr_is_tty() else ("", "")
                 logger.warning(
-                    f"{_YELLOW}unknown run option passed to scheduler: {key}={value}{_RESET}"
+                    f"{yellow}unknown run option passed to scheduler: {key}={value}{reset}"
                 )
                 continue
             cfg[canonical] = self._opts[canonical].cast_to_type(value)
