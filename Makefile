@@ -17,11 +17,11 @@ $(PY):
 
 # torch==2.13.0 (CPU) installs from the machine's local wheel cache via the [examples] extra.
 $(STAMP_RUN): pyproject.toml | $(PY)
-	$(PY) -m pip install --quiet -e '.[examples]'
+	$(PY) -m pip install --quiet -e '.[examples,airflow]'
 	touch $@
 
 $(STAMP_DEV): pyproject.toml | $(PY)
-	$(PY) -m pip install --quiet -e '.[dev,examples,mlflow]'
+	$(PY) -m pip install --quiet -e '.[dev,examples,mlflow,airflow]'
 	touch $@ $(STAMP_RUN)
 
 venv: $(STAMP_DEV)
@@ -29,6 +29,7 @@ venv: $(STAMP_DEV)
 ## make run: train a small DDP model (1 node x 2 workers) through `torchx run -s local_cwd dist.ddp`
 run: $(STAMP_RUN)
 	PATH="$(CURDIR)/$(BIN):$$PATH" scripts/run-main-job.sh
+	PATH="$(CURDIR)/$(BIN):$$PATH" scripts/airflow-dags-test.sh
 
 ## make test: ruff + mypy on the packages, then the whole test suite
 test: $(STAMP_DEV)
@@ -46,6 +47,7 @@ typecheck: $(STAMP_DEV)
 
 bench: $(STAMP_DEV)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(PY) bench/bench_local.py
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(PY) bench/bench_airflow.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache

@@ -1,0 +1,80 @@
+"""App status -> XCom result, trigger event payload and failure messages (no Airflow import)."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any, Optional
+
+if TYPE_CHECKING:
+    from torchx.specs.api import AppStatus
+
+__all__ = ["error_summary", "event_payload", "failure_message", "xcom_result"]
+
+
+def _app_id(app_handle: str) -> str:
+    from torchx.specs.api import parse_app_handle
+
+    return parse_app_handle(app_handle).app_id
+
+
+def xcom_result(app_handle: str, status: Optional[AppStatus]) -> dict[str, Any]:
+    """Returns the task's XCom value: handle, app id, state name, UI URL and tracker run id.
+
+    The tracker run id is the app handle: it is the ``TORCHX_JOB_ID`` of the app's replicas,
+    the id ``torchx.tracker`` records runs under, and what downstream tasks pass as
+    ``parent_run_id``.
+    """
+    return {
+        "app_handle": app_handle,
+        "app_id": _app_id(app_handle),
+        "state": status.state.name if status is not None else "UNKNOWN",
+        "ui_url": status.ui_url if status is not None else None,
+        "tracker_run_id": app_handle,
+    }
+
+
+def error_summary(structured_error_msg: str) -> str:
+    """Returns one line from a structured error (torchelastic or flat JSON, else the text)."""
+    from torchx.specs.api import NONE
+
+    if not structured_error_msg or structured_error_msg == NONE:
+        return ""
+    try:
+        message: Any = json.loads(structured_error_msg).get("message", "")
+    except (ValueError, AttributeError):
+        message = structured_error_msg
+    if isinstance(message, dict):
+        message = message.get("message", "")
+    lines = [line.strip() for line in str(message).splitlines() if line.strip()]
+    return lines[-1] if lines else ""
+
+
+def failure_message(app_handle: str, status: Optional[AppStatus]) -> str:
+    """Returns the message the task fails with: a summary line, then the app's status."""
+    if status is None:
+        return (
+            f"TorchX app {app_handle} no longer exists (purged by its scheduler?);"
+            " clear the task to launch it again"
+        )
+    head = f"TorchX app {app_handle} ended {status.state.name}"
+    why = error_summary(status.structured_error_msg) or (status.msg or "").strip()
+    if why:
+        head = f"{head}: {why}"
+    return f"{head}\n{status.format()}"
+
+
+def event_payload(app_handle: str, status: Optional[AppStatus], error: str = "") -> dict[str, Any]:
+    """Returns a JSON-serializable trigger event for a terminal (or vanished) app.
+
+    ``status`` is ``success`` when the app SUCCEEDED, ``failed`` when it ended otherwise or
+    vanished, and ``error`` when the trigger itself could not follow the app.
+    """
+    if error:
+        return {"status": "error", "app_handle": app_handle, "message": error}
+    ok = status is not None and status.state.name == "SUCCEEDED"
+    return {
+        "status": "success" if ok else "failed",
+        "app_handle": app_handle,
+        "state": status.state.name if status is not None else "UNKNOWN",
+        "message": "" if ok else failure_message(app_handle, status),
+    }

@@ -1,0 +1,5 @@
+"""TorchX operators."""
+
+from torchx_airflow.operators.torchx import TorchXOperator
+
+__all__ = ["TorchXOperator"]

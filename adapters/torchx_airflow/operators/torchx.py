@@ -1,0 +1,275 @@
+"""``TorchXOperator``: one Airflow task = one TorchX app (a component or a prebuilt AppDef).
+
+Example::
+
+    train = TorchXOperator(
+        task_id="train",
+        component="dist.ddp",
+        component_args=["-j", "1x2", "--script", "train.py", "--", "--steps", "100"],
+        scheduler="{{ params.scheduler }}",
+        resource="cpu.small",
+    )
+
+Retries: ``Role.max_retries`` (set it with ``max_retries=``) is handled by the TorchX
+scheduler inside one Airflow try; Airflow's ``retries`` re-run the task. They multiply: an
+app may run up to ``(retries + 1) * (max_retries + 1)`` times. Prefer scheduler retries for
+flaky replicas and keep Airflow retries for infrastructure failures.
+
+Re-attach: local apps are launched detached (they outlive the worker) and the app handle is
+kept in the task state store (Airflow 3.3+). A retried or restarted try waits on the live app
+instead of launching a duplicate, reuses an app that SUCCEEDED, and relaunches one that
+failed or was cancelled.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Optional, Union
+
+from torchx_airflow._errors import TorchXAppError
+from torchx_airflow._reattach import AppSlot, Decision, decide
+from torchx_airflow.version_compat import BaseOperator, Context, default_deferrable
+
+if TYPE_CHECKING:
+    from torchx.runner.api import Runner
+    from torchx.specs.api import AppDef, AppStatus
+    from torchx_airflow._appdef import PerRole
+    from torchx_airflow._settings import TorchXSettings
+
+__all__ = ["TorchXAppError", "TorchXOperator"]
+
+_XCOM_KEYS = ("app_handle", "app_id", "state", "ui_url", "tracker_run_id")
+
+
+class TorchXOperator(BaseOperator):
+    """Launches a TorchX component or AppDef on a TorchX scheduler and waits for it.
+
+    The task's XCom ``return_value`` is ``{app_handle, app_id, state, ui_url,
+    tracker_run_id}`` (each also pushed under its own key, ``app_handle`` as soon as the app
+    is launched). Replica logs are copied into the task log while waiting. A FAILED or
+    CANCELLED app fails the task with :class:`TorchXAppError`, whose message starts with the
+    app's structured error. Killing the task (``on_kill``) cancels the app.
+
+    Args:
+        component: a builtin (``dist.ddp``, ``utils.python``) or ``path/file.py:fn``; templated.
+        component_args: the component's CLI-style arguments (list) or ``{param: value}``
+            (dict); templated.
+        app: a prebuilt AppDef instead of ``component`` (built at parse time: prefer
+            ``component`` in DAG files).
+        scheduler: the scheduler; default: the connection's, else ``local_cwd``; templated.
+        scheduler_cfg: run options (dict or ``k=v,...``) over the connection's; templated.
+        workspace: the workspace for the first role (schedulers that build workspaces).
+        image: an image for every role, or ``{role: image}``; templated.
+        resource: a named resource for every role, or ``{role: name}``; templated.
+        max_retries: scheduler-side retries of every role (``Role.max_retries``).
+        parent_run_id: the tracker parent run, e.g. an upstream task's ``tracker_run_id``
+            XCom; templated.
+        torchx_conn_id: the ``torchx`` connection (None: only these arguments).
+        deferrable: wait in the triggerer (``TorchXJobTrigger``) instead of the worker.
+        poll_interval: the longest time between two status checks, in seconds.
+        stream_logs: copy replica logs into the task log.
+        durable: keep the app handle in the task state store and re-attach on retry.
+        **kwargs: ``BaseOperator`` arguments (``task_id``, ``retries``, ...).
+    """
+
+    template_fields: Sequence[str] = (
+        "component",
+        "component_args",
+        "scheduler",
+        "scheduler_cfg",
+        "image",
+        "resource",
+        "workspace",
+        "parent_run_id",
+    )
+    template_fields_renderers: ClassVar[dict[str, str]] = {
+        "component_args": "json",
+        "scheduler_cfg": "json",
+    }
+    ui_color = "#f6d2c8"
+
+    def __init__(
+        self,
+        *,
+        component: Optional[str] = None,
+        component_args: Union[Sequence[Any], Mapping[str, Any], None] = None,
+        app: Optional[AppDef] = None,
+        scheduler: Optional[str] = None,
+        scheduler_cfg: Union[Mapping[str, Any], str, None] = None,
+        workspace: Optional[str] = None,
+        image: PerRole = None,
+        resource: PerRole = None,
+        max_retries: Optional[int] = None,
+        parent_run_id: Optional[str] = None,
+        torchx_conn_id: Optional[str] = "torchx_default",
+        deferrable: Optional[bool] = None,
+        poll_interval: float = 5.0,
+        stream_logs: bool = True,
+        durable: bool = True,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        if (component is None) == (app is None):
+            raise ValueError(
+                f"TorchXOperator `{self.task_id}`: pass exactly one of `component` (e.g."
+                " 'dist.ddp') or `app` (an AppDef)"
+            )
+        if app is not None and component_args:
+            raise ValueError(
+                f"TorchXOperator `{self.task_id}`: `component_args` needs `component`;"
+                " an `app` is used as is"
+            )
+        self.component = component
+        self.component_args = component_args if component_args is not None else []
+        self.app = app
+        self.scheduler = scheduler
+        self.scheduler_cfg = scheduler_cfg
+        self.workspace = workspace
+        self.image = image
+        self.resource = resource
+        self.max_retries = max_retries
+        self.parent_run_id = parent_run_id
+        self.torchx_conn_id = torchx_conn_id
+        self.deferrable = default_deferrable() if deferrable is None else deferrable
+        self.poll_interval = poll_interval
+        self.stream_logs = stream_logs
+        self.durable = durable
+        self._app_handle: Optional[str] = None
+        self._settings: Optional[TorchXSettings] = None
+
+    # ------------------------------------------------------------------ execute
+
+    def execute(self, context: Context) -> Any:
+        """Launches (or re-attaches to) the app, then waits for it or defers."""
+        settings = self._resolve_settings()
+        from torchx_airflow.hooks.torchx import TorchXHook
+
+        runner = TorchXHook.make_runner(settings)
+        slot = AppSlot(context.get("task_state_store") if self.durable else None, self.log)
+        handle, app, status = self._attach(runner, slot)
+        if handle is None:
+            handle, app = self._launch(runner, settings, slot)
+        self._app_handle = handle
+        self._push(context, "app_handle", handle)
+        if status is not None and status.is_terminal():
+            return self._finish(context, handle, status)
+        if self.deferrable:
+            self._defer(handle, settings)
+        status = self._wait(runner, handle, app)
+        return self._finish(context, handle, status)
+
+    def execute_complete(self, context: Context, event: dict[str, Any]) -> Any:
+        """Resumes after ``TorchXJobTrigger`` fired: copies the logs and returns or raises."""
+        handle = str(event.get("app_handle", ""))
+        self._app_handle = handle
+        if event.get("status") == "error":
+            raise TorchXAppError(str(event.get("message")), handle)
+        from torchx_airflow._logs import dump_logs, replicas
+        from torchx_airflow.hooks.torchx import TorchXHook
+
+        runner = TorchXHook.make_runner(self._resolve_settings())
+        status = runner.status(handle)
+        if self.stream_logs and status is not None:
+            dump_logs(runner, handle, replicas(runner.describe(handle), status), self.log.info)
+        return self._finish(context, handle, status)
+
+    def on_kill(self) -> None:
+        """Cancels the app (Airflow calls this when the task is killed or times out)."""
+        handle = self._app_handle
+        if not handle:
+            return
+        from torchx_airflow.hooks.torchx import TorchXHook
+
+        self.log.info("task killed: cancelling TorchX app %s", handle)
+        TorchXHook.make_runner(self._resolve_settings()).cancel(handle)
+
+    # ------------------------------------------------------------------ steps
+
+    def _resolve_settings(self) -> TorchXSettings:
+        if self._settings is None:
+            from torchx_airflow.hooks.torchx import TorchXHook
+
+            hook = TorchXHook(
+                self.torchx_conn_id, scheduler=self.scheduler, scheduler_cfg=self.scheduler_cfg
+            )
+            self._settings = hook.settings
+        return self._settings
+
+    def _attach(
+        self, runner: Runner, slot: AppSlot
+    ) -> tuple[Optional[str], Optional[AppDef], Optional[AppStatus]]:
+        previous = slot.get()
+        if previous is None:
+            return None, None, None
+        status = runner.status(previous)
+        decision = decide(status)
+        state = status.state.name if status is not None else "GONE"
+        self.log.info("app of a previous try: %s is %s -> %s", previous, state, decision.value)
+        if decision is Decision.LAUNCH:
+            return None, None, None
+        return previous, runner.describe(previous), status
+
+    def _launch(
+        self, runner: Runner, settings: TorchXSettings, slot: AppSlot
+    ) -> tuple[str, Optional[AppDef]]:
+        from torchx_airflow._appdef import apply_overrides, build_app
+
+        scheduler = settings.resolve_scheduler()
+        cfg = settings.run_cfg(runner, scheduler)
+        if runner.scheduler_run_opts(scheduler).get("detach") is not None:
+            cfg.setdefault("detach", True)
+        app = build_app(
+            self.component, self.component_args, self.app, settings.component_defaults()
+        )
+        apply_overrides(
+            app,
+            image=self.image,
+            resource=self.resource,
+            max_retries=self.max_retries,
+            env=settings.tracker_env(),
+        )
+        info = runner.dryrun(app, scheduler, cfg, self.workspace or None, self.parent_run_id)
+        handle = runner.schedule(info)
+        slot.set(handle)
+        self.log.info("launched TorchX app %s", handle)
+        return handle, info.app
+
+    def _defer(self, handle: str, settings: TorchXSettings) -> None:
+        from torchx_airflow.triggers.torchx import TorchXJobTrigger
+
+        trigger = TorchXJobTrigger(
+            app_handle=handle,
+            torchx_conn_id=self.torchx_conn_id,
+            scheduler_params=dict(settings.scheduler_params),
+            poll_interval=self.poll_interval,
+        )
+        self.defer(trigger=trigger, method_name="execute_complete")
+
+    def _wait(self, runner: Runner, handle: str, app: Optional[AppDef]) -> Optional[AppStatus]:
+        from torchx_airflow._logs import LogStreamer, replicas
+
+        streamer = None
+        if self.stream_logs:
+            targets = replicas(app, runner.status(handle))
+            streamer = LogStreamer(runner, handle, targets, self.log.info).start()
+        status = runner.wait(handle, wait_interval=self.poll_interval)
+        if streamer is not None:
+            streamer.join()
+        return status
+
+    def _finish(self, context: Context, handle: str, status: Optional[AppStatus]) -> Any:
+        from torchx_airflow._status import failure_message, xcom_result
+
+        result = xcom_result(handle, status)
+        for key in _XCOM_KEYS[1:]:
+            self._push(context, key, result[key])
+        if status is None or status.state.name != "SUCCEEDED":
+            raise TorchXAppError(failure_message(handle, status), handle, status)
+        self.log.info("TorchX app %s SUCCEEDED", handle)
+        return result
+
+    @staticmethod
+    def _push(context: Context, key: str, value: Any) -> None:
+        ti = context.get("ti")
+        if ti is not None:
+            ti.xcom_push(key=key, value=value)

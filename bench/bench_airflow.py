@@ -1,0 +1,118 @@
+"""Benchmarks of the Airflow adapter (numbers only; nothing here asserts a speed).
+
+1. Task overhead: a DAG with N ``TorchXOperator`` tasks running ``utils.echo`` (local_cwd) and N
+   ``BashOperator`` tasks running ``echo``, run with ``dag.test()`` on SQLite; compares the task
+   durations Airflow records (goal: TorchX <= 1.3x Bash).
+2. Parse cost: the import time of each file in dags/ next to an empty DAG file, in a fresh
+   interpreter that has already imported ``airflow.sdk``.
+
+    python bench/bench_airflow.py [--tasks 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+BENCH_DAG = """
+from datetime import datetime
+from airflow.providers.standard.operators.bash import BashOperator
+from airflow.sdk import DAG, chain
+from torchx_airflow import TorchXOperator
+
+with DAG("bench_airflow", schedule=None, start_date=datetime(2024, 1, 1)):
+    tasks = []
+    for i in range({n}):
+        tasks.append(BashOperator(task_id=f"bash_{{i}}", bash_command="echo hello"))
+        tasks.append(TorchXOperator(task_id=f"torchx_{{i}}", component="utils.echo",
+                                    component_args=["--msg", "hello"]))
+    chain(*tasks)
+"""
+
+EMPTY_DAG = """
+from datetime import datetime
+from airflow.sdk import DAG
+
+with DAG("empty", schedule=None, start_date=datetime(2024, 1, 1)):
+    pass
+"""
+
+IMPORT_TIME = """
+import runpy, sys, time
+import airflow.sdk  # already paid by the DAG processor
+t0 = time.perf_counter()
+runpy.run_path(sys.argv[1])
+print(time.perf_counter() - t0)
+"""
+
+
+def bench_tasks(tmp: Path, n: int) -> None:
+    from torchx_airflow._local_airflow import prepare_home
+
+    env = {**os.environ, **prepare_home(tmp / "airflow")}
+    env["TORCHX_HOME"] = str(tmp / "torchx_home")
+    env["PATH"] = f"{os.path.dirname(sys.executable)}:{env.get('PATH', '')}"
+    dag = Path(env["AIRFLOW__CORE__DAGS_FOLDER"]) / "bench_airflow.py"
+    dag.write_text(textwrap.dedent(BENCH_DAG.format(n=n)))
+    out = subprocess.run(
+        [sys.executable, "-m", "torchx_airflow._local_airflow", "test", str(dag), "bench_airflow"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    tasks = json.loads(out.stdout.strip().splitlines()[-1])["tasks"]
+    for kind in ("bash", "torchx"):
+        # the first task of the run also pays Airflow's in-process API server start-up
+        durations = [t["duration"] for k, t in sorted(tasks.items()) if k.startswith(kind)]
+        print(f"{kind:>7}: median {statistics.median(durations):.3f}s  all {durations}")
+    bash = statistics.median(t["duration"] for k, t in tasks.items() if k.startswith("bash"))
+    torchx = statistics.median(t["duration"] for k, t in tasks.items() if k.startswith("torchx"))
+    print(
+        f"TorchXOperator / BashOperator (median task duration): {torchx / bash:.2f}x (goal <= 1.3x)"
+    )
+
+
+def import_time(path: Path, env: dict[str, str], repeat: int = 3) -> float:
+    times = []
+    for _ in range(repeat):
+        out = subprocess.run(
+            [sys.executable, "-c", IMPORT_TIME, str(path)],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        times.append(float(out.stdout.strip().splitlines()[-1]))
+    return min(times)
+
+
+def bench_imports(tmp: Path) -> None:
+    env = {**os.environ, "AIRFLOW_HOME": str(tmp / "airflow_imports")}
+    empty = tmp / "empty_dag.py"
+    empty.write_text(EMPTY_DAG)
+    print(f"{'empty DAG':>24}: {import_time(empty, env) * 1000:7.1f} ms")
+    for dag in sorted((REPO / "dags").glob("*.py")):
+        print(f"{dag.name:>24}: {import_time(dag, env) * 1000:7.1f} ms")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tasks", type=int, default=5, help="tasks of each kind")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bench_airflow_") as tmp:
+        bench_tasks(Path(tmp), args.tasks)
+        bench_imports(Path(tmp))
+
+
+if __name__ == "__main__":
+    main()
