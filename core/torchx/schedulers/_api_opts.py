@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 import inspect
 import textwrap
 import types
@@ -183,14 +184,16 @@ def _field_docstrings(cls: type) -> dict[str, str]:
     for klass in reversed(cls.__mro__):
         if klass in (object, StructuredOpts) or not dataclasses.is_dataclass(klass):
             continue
-        helps.update(_class_docstrings(klass))
+        helps.update(_class_docstrings(klass))  # copies: the cached dict is never mutated
     for f in dataclasses.fields(cls):
         if "help" in f.metadata:
             helps[f.name] = str(f.metadata["help"])
     return helps
 
 
+@functools.cache
 def _class_docstrings(klass: type) -> dict[str, str]:
+    # cached: inspect.getsource parses the whole module, and runopts are built on every dryrun
     try:
         source = textwrap.dedent(inspect.getsource(klass))
         body = ast.parse(source).body[0]
