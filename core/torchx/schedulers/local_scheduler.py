@@ -186,14 +186,17 @@ class LocalScheduler(Scheduler[Mapping[str, CfgVal]]):
         cuda = {}
         if opts.auto_set_cuda_visible_devices:
             cuda = cuda_assignments(app, self._cuda_device_count)
-        settings = RequestSettings(app_id, app_log_dir, self._extra_paths, opts.prepend_cwd, cuda)
+        app_dir = str(self._state_root() / self.session_name / app_id)
+        settings = RequestSettings(
+            app_id, app_log_dir, self._extra_paths, opts.prepend_cwd, cuda, app_dir
+        )
         provider = self._image_provider_class(cfg)  # type: ignore[call-arg]
         request = PopenRequest(
             app_id=app_id,
             log_dir=app_log_dir,
             role_params={},
             role_log_dirs={},
-            app_dir=str(self._state_root() / self.session_name / app_id),
+            app_dir=app_dir,
             session=self.session_name,
             app_name=app.name,
             detach=bool(opts.detach),

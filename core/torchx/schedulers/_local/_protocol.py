@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import socket
 from pathlib import Path
 from typing import Any
@@ -56,6 +57,39 @@ def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         json.dump(data, f, indent=1)
     os.replace(tmp, path)
+
+
+MARKER_ENV = "TORCHX_LOCAL_APP_DIR"  # set in every replica: finds an app's processes by env
+
+
+def kill_marked(app_dir: str) -> int:
+    """SIGKILLs every process whose environment has ``TORCHX_LOCAL_APP_DIR=app_dir``.
+
+    Replicas and everything they start inherit the marker, so this finds an app's processes
+    even after its supervisor died (e.g. SIGKILLed) and even those that left their process
+    group. Processes of other users are skipped (their environ cannot be read).
+
+    Args:
+        app_dir: the app's state dir.
+
+    Returns:
+        The number of processes signalled.
+    """
+    marker = f"{MARKER_ENV}={app_dir}".encode()
+    killed = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as f:
+                environ = f.read().split(b"\0")
+        except OSError:
+            continue
+        if marker in environ:
+            with contextlib.suppress(OSError):
+                os.kill(int(entry), signal.SIGKILL)
+                killed += 1
+    return killed
 
 
 def _address(name: str) -> str:

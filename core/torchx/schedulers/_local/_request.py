@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from torchx.schedulers._local._images import ImageProvider
+from torchx.schedulers._local._protocol import MARKER_ENV
 from torchx.specs.api import AppDef, Role, macros
 
 __all__ = [
@@ -73,6 +74,7 @@ class RequestSettings:
     extra_paths: Sequence[str]
     prepend_cwd: bool
     cuda: dict[tuple[str, int], str]
+    app_dir: str = ""
 
 
 def join_path(*paths: Optional[str]) -> str:
@@ -105,6 +107,7 @@ def replica_env(
     )
     env.setdefault("PYTHONUNBUFFERED", "x")
     env["TORCHX_RANK0_HOST"] = "localhost"
+    env[MARKER_ENV] = settings.app_dir
     if "TORCHELASTIC_ERROR_FILE" not in role.env:
         env["TORCHELASTIC_ERROR_FILE"] = os.path.join(replica_dir, "error.json")
     if "PET_LOG_DIR" not in role.env:

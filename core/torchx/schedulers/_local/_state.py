@@ -41,6 +41,7 @@ class LocalApp:
             return state
         state = self.raw_state()  # it may have written its final state just before exiting
         if state.get("state") not in proto.TERMINAL_STATES:
+            proto.kill_marked(str(self.app_dir))  # reap what the dead supervisor left running
             state = dict(state)
             state["state"] = "FAILED"
             state["msg"] = (

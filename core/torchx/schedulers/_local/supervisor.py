@@ -34,7 +34,6 @@ from torchx.schedulers._local._replica import Replica
 
 __all__ = ["Supervisor", "main"]
 
-_PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 _TICK = 0.05
@@ -62,7 +61,7 @@ class Supervisor:
         libc = ctypes.CDLL(None, use_errno=True)
         self._libc = libc
         self.replicas = [
-            Replica(role["name"], i, spec, self._child_setup)
+            Replica(role["name"], i, spec, None)
             for role in self.roles
             for i, spec in enumerate(role["replicas"])
         ]
@@ -78,12 +77,6 @@ class Supervisor:
         self._pid = os.getpid()
 
     # -- setup -------------------------------------------------------------------------------
-
-    def _child_setup(self) -> None:
-        """In the replica (before exec): die with the supervisor, even if it is SIGKILLed."""
-        self._libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-        if os.getppid() != self._pid:
-            os._exit(1)
 
     def _setup(self) -> None:
         self._libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)

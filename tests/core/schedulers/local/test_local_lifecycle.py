@@ -187,4 +187,27 @@ def test_dead_supervisor_reports_failed(sched: LocalScheduler) -> None:
     deadline = time.monotonic() + 10
     while _alive(replica_pid) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not _alive(replica_pid), "replicas die with their supervisor (parent-death signal)"
+    assert not _alive(replica_pid), "a dead supervisor's replicas are killed when it is noticed"
+
+
+def test_dead_supervisor_leaves_no_escaped_descendant(
+    sched: LocalScheduler, tmp_path: Path
+) -> None:
+    pidfile = tmp_path / "escaped.pid"
+    script = f"setsid sleep 302 & echo $! > {pidfile}; sleep 300"
+    app_id = sched.submit(
+        AppDef("orphans", roles=[Role("r", "i", entrypoint="sh", args=["-c", script])]), {}
+    )
+    _wait_state(sched, app_id, lambda s: s == AppState.RUNNING)
+    deadline = time.monotonic() + 10
+    while not (pidfile.exists() and pidfile.read_text().strip()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    escaped = int(pidfile.read_text())
+    assert _alive(escaped)
+    state = json.loads((sched._state_root() / "test" / app_id / "state.json").read_text())
+    os.kill(state["supervisor_pid"], signal.SIGKILL)
+    assert _wait_state(sched, app_id, is_terminal) == AppState.FAILED
+    deadline = time.monotonic() + 10
+    while _alive(escaped) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(escaped), "a process that left its replica's group is still found by its env"
