@@ -76,7 +76,7 @@ with DAG(
         ],
         resource="{{ params.trainer_resource }}",
         scheduler=SCHEDULER,
-        parent_run_id="{{ ti.xcom_pull(task_ids='prepare_data', key='tracker_run_id') }}",
+        parent_run_id="{{ ti.xcom_pull(task_ids='prepare_data')['tracker_run_id'] }}",
     )
     evaluate = TorchXOperator(
         task_id="evaluate",
@@ -86,12 +86,12 @@ with DAG(
             f"{EXAMPLES}/pipeline/evaluate.py",
             "--",
             "--checkpoint",
-            "{{ params.workdir }}/out/{{ ti.xcom_pull(task_ids='train', key='app_id') }}/model.pt",
+            "{{ params.workdir }}/out/{{ ti.xcom_pull(task_ids='train')['app_id'] }}/model.pt",
             "--data",
             "{{ params.workdir }}/data/dataset.json",
         ],
         scheduler=SCHEDULER,
-        parent_run_id="{{ ti.xcom_pull(task_ids='train', key='tracker_run_id') }}",
+        parent_run_id="{{ ti.xcom_pull(task_ids='train')['tracker_run_id'] }}",
     )
     prepare >> train >> evaluate
 # [END torchx_training_dag]

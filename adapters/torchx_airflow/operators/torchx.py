@@ -45,8 +45,9 @@ class TorchXOperator(BaseOperator):
     """Launches a TorchX component or AppDef on a TorchX scheduler and waits for it.
 
     The task's XCom ``return_value`` is ``{app_handle, app_id, state, ui_url,
-    tracker_run_id}`` (each also pushed under its own key, ``app_handle`` as soon as the app
-    is launched). Replica logs are copied into the task log while waiting. A FAILED or
+    tracker_run_id}``; ``app_handle`` is also pushed under its own key as soon as the app is
+    launched, and when the app fails (no ``return_value`` then) every field is pushed under its
+    own key. Replica logs are copied into the task log while waiting. A FAILED or
     CANCELLED app fails the task with :class:`TorchXAppError`, whose message starts with the
     app's structured error. Killing the task (``on_kill``) cancels the app.
 
@@ -261,9 +262,9 @@ class TorchXOperator(BaseOperator):
         from torchx_airflow._status import failure_message, xcom_result
 
         result = xcom_result(handle, status)
-        for key in _XCOM_KEYS[1:]:
-            self._push(context, key, result[key])
         if status is None or status.state.name != "SUCCEEDED":
+            for key in _XCOM_KEYS[1:]:  # a failed task has no return_value: keep the facts
+                self._push(context, key, result[key])
             raise TorchXAppError(failure_message(handle, status), handle, status)
         self.log.info("TorchX app %s SUCCEEDED", handle)
         return result

@@ -127,7 +127,7 @@ def test_pipeline_blocking_and_deferrable_with_lineage(write_dag, airflow_env) -
                 task_id="second",
                 component="utils.python",
                 component_args=["-c", "import os; print('parent', os.environ['TORCHX_PARENT_RUN_ID'])"],
-                parent_run_id="{{ ti.xcom_pull(task_ids='first', key='tracker_run_id') }}",
+                parent_run_id="{{ ti.xcom_pull(task_ids='first')['tracker_run_id'] }}",
                 deferrable=True,
                 poll_interval=1,
             )
