@@ -19,7 +19,27 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any
 
-__all__ = ["LazySubCommand", "LazySubParsersAction", "group_may_have_entry_points"]
+__all__ = ["HelpFormatter", "LazySubCommand", "LazySubParsersAction", "group_may_have_entry_points"]
+
+
+def _terminal_columns() -> int:
+    """``shutil.get_terminal_size().columns`` without importing shutil (bz2, lzma, ...)."""
+    try:
+        return int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        pass
+    try:
+        return os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+    except (AttributeError, ValueError, OSError):
+        return 80
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """argparse's formatter, sized like argparse does it but without importing shutil."""
+
+    def __init__(self, prog: str, **kwargs: Any) -> None:
+        kwargs.setdefault("width", _terminal_columns() - 2)
+        super().__init__(prog, **kwargs)
 
 
 class LazySubCommand(SubCommand):
@@ -70,7 +90,9 @@ class LazySubParsersAction(argparse._SubParsersAction):
             cmd: the sub-command.
             help: its one-line help.
         """
-        subparser = self.add_parser(name, help=help, description=help)
+        subparser = self.add_parser(
+            name, help=help, description=help, formatter_class=HelpFormatter
+        )
         subparser.set_defaults(func=cmd.run)
         self._pending[name] = cmd
 

@@ -18,7 +18,12 @@ import argparse
 import os
 import sys
 
-from torchx.cli._lazy import LazySubCommand, LazySubParsersAction, group_may_have_entry_points
+from torchx.cli._lazy import (
+    HelpFormatter,
+    LazySubCommand,
+    LazySubParsersAction,
+    group_may_have_entry_points,
+)
 from torchx.cli.cmd_base import SubCommand
 from torchx.version import __version__
 
@@ -133,7 +138,9 @@ def create_parser(subcmds: Mapping[str, SubCommand]) -> argparse.ArgumentParser:
     Args:
         subcmds: the sub-commands by name.
     """
-    parser = argparse.ArgumentParser(prog="torchx", description="torchx CLI")
+    parser = argparse.ArgumentParser(
+        prog="torchx", description="torchx CLI", formatter_class=HelpFormatter
+    )
     parser.add_argument(
         "--log_level",
         type=_log_level,
