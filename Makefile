@@ -16,12 +16,16 @@ $(PY):
 	$(PY) -m pip install --quiet --upgrade pip
 
 # torch==2.13.0 (CPU) installs from the machine's local wheel cache via the [examples] extra.
+# compileall: editable sources get bytecode even where PYTHONDONTWRITEBYTECODE is set (as on
+# these machines), so every `torchx` and supervisor start does not recompile the package.
 $(STAMP_RUN): pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet -e '.[examples,airflow]'
+	$(PY) -m compileall -q core adapters
 	touch $@
 
 $(STAMP_DEV): pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet -e '.[dev,examples,mlflow,airflow]'
+	$(PY) -m compileall -q core adapters
 	touch $@ $(STAMP_RUN)
 
 venv: $(STAMP_DEV)
@@ -46,6 +50,7 @@ typecheck: $(STAMP_DEV)
 	$(BIN)/mypy
 
 bench: $(STAMP_DEV)
+	$(PY) -m compileall -q core adapters
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(PY) bench/bench_local.py
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(PY) bench/bench_airflow.py
 

@@ -16,12 +16,16 @@ import importlib
 import sys
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, NamedTuple, Optional, Protocol
 
+# Every local_cwd supervisor imports this package (``python -m torchx.schedulers._local...``):
+# keep it to the standard library's cheapest modules (no typing, dataclasses, importlib.util).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from types import ModuleType
+    from typing import Any, Optional
 
     from torchx import plugins
+    from torchx.schedulers._factory import SchedulerFactory
     from torchx.schedulers.api import Scheduler
 
 __all__ = [
@@ -33,21 +37,14 @@ __all__ = [
 ]
 
 
-class SchedulerFactory(Protocol):
-    """Creates a scheduler: ``factory(session_name, **kwargs) -> Scheduler``.
+class _Builtin:
+    """A builtin scheduler: its module and the install hint for its missing extra."""
 
-    Factories must accept arbitrary keyword arguments: the runner passes every
-    ``TORCHX_*`` environment variable (lower-cased, prefix removed) to each of them.
-    """
+    __slots__ = ("module", "err")
 
-    def __call__(self, session_name: str, **kwargs: Any) -> Scheduler[Any]:
-        """Creates the scheduler for ``session_name``."""
-        ...
-
-
-class _Builtin(NamedTuple):  # not a dataclass: importing dataclasses slows every supervisor
-    module: str
-    err: Optional[str] = None  # install hint when the module's third-party import fails
+    def __init__(self, module: str, err: Optional[str] = None) -> None:
+        self.module = module
+        self.err = err  # install hint when the module's third-party import fails
 
 
 _BUILTINS: Mapping[str, _Builtin] = MappingProxyType(
@@ -152,11 +149,16 @@ def get_default_scheduler_name() -> str:
 
 
 def __getattr__(name: str) -> Any:
-    # ``plugins`` is imported on first use: it loads importlib.metadata, which every local_cwd
-    # supervisor (a ``python -m torchx.schedulers._local...`` process) would otherwise pay for.
+    # ``plugins`` (importlib.metadata) and ``SchedulerFactory`` (typing) are imported on first
+    # use, which every local_cwd supervisor would otherwise pay for.
     if name == "plugins":
         from torchx import plugins as module
 
         globals()["plugins"] = module
         return module
+    if name == "SchedulerFactory":
+        from torchx.schedulers._factory import SchedulerFactory
+
+        globals()["SchedulerFactory"] = SchedulerFactory
+        return SchedulerFactory
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -19,7 +19,10 @@ import os
 import signal
 import socket
 from pathlib import Path
-from typing import Any
+
+TYPE_CHECKING = False  # stdlib-only and fast to start: typing is imported for checkers only
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "REQUEST_FILE",

@@ -9,7 +9,10 @@ import signal
 import subprocess
 import time
 from collections.abc import Callable
-from typing import Any
+
+TYPE_CHECKING = False  # stdlib-only and fast to start: typing is imported for checkers only
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["Replica"]
 

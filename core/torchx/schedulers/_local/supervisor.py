@@ -22,7 +22,6 @@ import struct
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 from torchx.schedulers._local._protocol import (
     REQUEST_FILE,
@@ -31,6 +30,10 @@ from torchx.schedulers._local._protocol import (
     write_json_atomic,
 )
 from torchx.schedulers._local._replica import Replica
+
+TYPE_CHECKING = False  # stdlib-only and fast to start: typing is imported for checkers only
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["Supervisor", "main"]
 
