@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -37,3 +40,43 @@ def write_file(root: Path, rel: str, src: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(textwrap.dedent(src))
     return path
+
+
+TORCHX = str(Path(sys.executable).parent / "torchx")
+"""The ``torchx`` console script of the interpreter running the tests."""
+
+
+def run_torchx(
+    *args: str,
+    env: dict[str, str] | None = None,
+    stdin: str = "",
+    cwd: Path | None = None,
+    timeout: float = 120,
+) -> subprocess.CompletedProcess[str]:
+    """Runs the real ``torchx`` command and captures its output.
+
+    Args:
+        *args: the command line after ``torchx``.
+        env: variables set over the test's environment.
+        stdin: text fed to standard input (empty: an immediate EOF).
+        cwd: the working directory.
+        timeout: seconds before the test fails instead of hanging.
+    """
+    return subprocess.run(
+        [TORCHX, *args],
+        capture_output=True,
+        text=True,
+        input=stdin,
+        env={**os.environ, **(env or {})},
+        cwd=cwd,
+        timeout=timeout,
+    )
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether ``pid`` is a live process (a zombie counts as gone)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from _support import run_torchx
 
 REPO = Path(__file__).resolve().parents[2]
-TORCHX = str(Path(sys.executable).parent / "torchx")
 
 
 def readme_component_source() -> str:
@@ -29,17 +26,6 @@ def test_readme_block_is_the_shipped_example_file() -> None:
     shipped = (REPO / "examples" / "components.py").read_text()
     # the shipped file adds only a module docstring on top of the README block
     assert shipped.endswith(readme_component_source())
-
-
-def run_torchx(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [TORCHX, *args],
-        cwd=cwd,
-        env=os.environ.copy(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
 
 
 def test_readme_component_runs_unchanged(tmp_path: Path) -> None:

@@ -4,25 +4,9 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
-TORCHX = str(Path(sys.executable).parent / "torchx")
-
-
-def torchx(
-    *args: str, env: dict[str, str] | None = None, stdin: str = "", cwd: Path | None = None
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [TORCHX, *args],
-        capture_output=True,
-        text=True,
-        input=stdin,
-        env={**os.environ, **(env or {})},
-        cwd=cwd,
-        timeout=120,
-    )
+from _support import run_torchx as torchx
 
 
 def test_builtins_lists_components() -> None:

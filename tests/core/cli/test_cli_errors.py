@@ -2,29 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from _support import run_torchx as torchx
 
-TORCHX = str(Path(sys.executable).parent / "torchx")
 MISSING_APP = "local_cwd://torchx/nosuchapp-b1234567"
-
-
-def torchx(
-    *args: str, env: dict[str, str] | None = None, stdin: str | None = None, cwd: Path | None = None
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [TORCHX, *args],
-        capture_output=True,
-        text=True,
-        input=stdin if stdin is not None else "",
-        env={**os.environ, **(env or {})},
-        cwd=cwd,
-        timeout=120,
-    )
 
 
 def assert_error(proc: subprocess.CompletedProcess[str], code: int, *fragments: str) -> None:

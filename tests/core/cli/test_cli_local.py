@@ -4,27 +4,13 @@ from second invocations, and signal handling."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
-
-TORCHX = str(Path(sys.executable).parent / "torchx")
-
-
-def torchx(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [TORCHX, *args],
-        capture_output=True,
-        text=True,
-        stdin=subprocess.DEVNULL,
-        env=dict(os.environ),
-        timeout=timeout,
-    )
+from _support import TORCHX
+from _support import run_torchx as torchx
 
 
 def wait_for_state(handle: str, states: set[str], timeout: float = 60) -> dict[str, object]:

@@ -9,12 +9,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from _support import run_torchx as torchx
 from _support import write_dist
 
 from torchx.cli import main as cli_main
 from torchx.cli.cmd_base import SubCommand
-
-TORCHX = str(Path(sys.executable).parent / "torchx")
 
 HEAVY = {
     "torchx.runner",
@@ -34,19 +33,6 @@ HEAVY = {
     "pydantic",
     "torch",
 }
-
-
-def torchx(
-    *args: str, env: dict[str, str] | None = None, **kw: object
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [TORCHX, *args],
-        capture_output=True,
-        text=True,
-        env={**os.environ, **(env or {})},
-        timeout=120,
-        **kw,  # type: ignore[arg-type]
-    )
 
 
 def test_help_lists_every_default_command() -> None:

@@ -3,30 +3,15 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-
-TORCHX = str(Path(sys.executable).parent / "torchx")
+from _support import run_torchx as torchx
 
 RECORD = (
     "import sys; from torchx.tracker import app_run_from_env; r = app_run_from_env();"
     " r.add_metadata(step=sys.argv[1]); r.add_artifact(sys.argv[1], '/data/' + sys.argv[1])"
 )
-
-
-def torchx(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [TORCHX, *args],
-        capture_output=True,
-        text=True,
-        stdin=subprocess.DEVNULL,
-        env={**os.environ, **(env or {})},
-        timeout=120,
-    )
 
 
 @pytest.fixture

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _support import pid_alive as _alive
 
 from torchx.schedulers.local_scheduler import LocalScheduler, create_scheduler
 from torchx.specs.api import AppDef, AppState, Role, is_terminal
@@ -41,14 +42,6 @@ def _launch(script: str, cfg: dict[str, Any], linger: float) -> tuple[subprocess
     proc = _python(_LAUNCHER, script, json.dumps(cfg), str(linger))
     assert proc.stdout is not None
     return proc, proc.stdout.readline().strip()
-
-
-def _alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 def _wait_state(sched: LocalScheduler, app_id: str, done: Any, limit: float = 30) -> AppState:

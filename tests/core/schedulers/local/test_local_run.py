@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _support import pid_alive as _alive
 
 from torchx.schedulers.api import Stream
 from torchx.schedulers.local_scheduler import LocalScheduler, create_scheduler
@@ -39,14 +40,6 @@ def _wait(sched: LocalScheduler, app_id: str, limit: int = 200) -> AppState:
 def _state_json(sched: LocalScheduler, app_id: str) -> dict[str, Any]:
     path = sched._state_root() / sched.session_name / app_id / "state.json"
     return json.loads(path.read_text())
-
-
-def _alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 def _group_gone(pgid: int) -> bool:
