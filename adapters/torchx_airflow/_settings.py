@@ -155,12 +155,15 @@ class TorchXSettings:
         parser = _parse_ini(self.torchxconfig)
         if not parser.has_section("torchx:tracker"):
             return {}
+        from torchx.settings import ENV_TORCHX_TRACKERS
+        from torchx.tracker.api import tracker_config_env_var_name
+
         names = list(parser.options("torchx:tracker"))
-        env = {"TORCHX_TRACKERS": ",".join(names)} if names else {}
+        env = {ENV_TORCHX_TRACKERS: ",".join(names)} if names else {}
         for name in names:
             section = f"tracker:{name}"
             if parser.has_option(section, "config"):
-                env[f"TORCHX_TRACKER_{name.upper()}_CONFIG"] = parser.get(section, "config")
+                env[tracker_config_env_var_name(name)] = parser.get(section, "config")
         return env
 
     def _sections(self, prefix: str) -> dict[str, dict[str, str]]:
