@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from _support import write_dist
 
 
 @pytest.fixture(autouse=True)
@@ -23,13 +22,3 @@ def _isolate_torchx_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iter
     for var in ("TORCHX_TRACKERS", "TORCHX_PARENT_RUN_ID", "TORCHX_JOB_ID"):
         monkeypatch.delenv(var, raising=False)
     yield
-
-
-@pytest.fixture
-def make_dist() -> Callable[..., Path]:
-    """``make_dist(root, groups, name="fake_plugin")``: see ``_support.write_dist``."""
-
-    def make(root: Path, groups: dict[str, dict[str, str]], name: str = "fake_plugin") -> Path:
-        return write_dist(root, name, groups)
-
-    return make

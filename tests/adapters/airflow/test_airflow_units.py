@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _support import write_dist
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("airflow") is None,
@@ -256,15 +257,15 @@ def test_provider_info_is_valid_and_imports_no_airflow() -> None:
     ]
 
 
-def test_airflow_providers_list_shows_torchx(tmp_path: Path, make_dist: Any) -> None:
-    site = make_dist(
+def test_airflow_providers_list_shows_torchx(tmp_path: Path) -> None:
+    site = write_dist(
         tmp_path / "site",
+        "torchx_flow",
         {
             "apache_airflow_provider": {
                 "provider_info": "torchx_airflow.provider_info:get_provider_info"
             }
         },
-        name="torchx_flow",
     )
     env = {
         **os.environ,
