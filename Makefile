@@ -35,12 +35,13 @@ run: $(STAMP_RUN)
 	PATH="$(CURDIR)/$(BIN):$$PATH" scripts/run-main-job.sh
 	PATH="$(CURDIR)/$(BIN):$$PATH" scripts/airflow-dags-test.sh
 
-## make test: ruff + mypy on the packages, then the whole test suite
+## make test: ruff + mypy on the packages, then the whole test suite, with the local Docker engine
+## and Kubernetes cluster up where this machine can start them (scripts/infra; stopped afterwards)
 test: $(STAMP_DEV)
 	$(BIN)/ruff check core adapters tests bench examples
 	$(BIN)/ruff format --check core adapters tests bench examples
 	$(BIN)/mypy
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/pytest -q $(PYTEST_ARGS)
+	PATH="$(CURDIR)/$(BIN):$$PATH" scripts/infra/with-infra.sh $(BIN)/pytest -q $(PYTEST_ARGS)
 
 lint: $(STAMP_DEV)
 	$(BIN)/ruff check core adapters tests bench examples

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from _infra import docker_host, in_ci, k8s_cluster
 
 
 @pytest.fixture(autouse=True)
@@ -22,3 +23,16 @@ def _isolate_torchx_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iter
     for var in ("TORCHX_TRACKERS", "TORCHX_PARENT_RUN_ID", "TORCHX_JOB_ID"):
         monkeypatch.delenv(var, raising=False)
     yield
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Tests marked ``docker``/``k8s`` get the engine/cluster, a skip with the reason, or in CI a failure."""
+    for marker, probe, var in (("docker", docker_host, "DOCKER_HOST"), ("k8s", k8s_cluster, "KUBECONFIG")):
+        if item.get_closest_marker(marker) is None:
+            continue
+        found, why = probe()
+        if found is None:
+            if in_ci():
+                pytest.fail(f"CI needs the {marker} infrastructure: {why}", pytrace=False)
+            pytest.skip(why)
+        os.environ[var] = found

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Stops what up.sh started (and only that), leaving no process behind.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/common.sh"
+started=$RUN/started
+[ -f "$started" ] || exit 0
+grep -qx k8s "$started" && "$here/k8s-cluster.sh" stop
+grep -qx docker "$started" && "$here/docker-engine.sh" stop
+rm -f "$started"
