@@ -74,7 +74,10 @@ def k8s_cluster() -> tuple[str | None, str]:
     try:
         from kubernetes import client, config
     except ImportError:
-        return None, "the kubernetes client is not installed (pip install 'torchx-flow[kubernetes]')"
+        return (
+            None,
+            "the kubernetes client is not installed (pip install 'torchx-flow[kubernetes]')",
+        )
     try:
         api = client.CoreV1Api(config.new_client_from_config(config_file=str(path)))
         nodes = api.list_node(_request_timeout=5).items

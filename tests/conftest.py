@@ -27,7 +27,10 @@ def _isolate_torchx_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iter
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """Tests marked ``docker``/``k8s`` get the engine/cluster, a skip with the reason, or in CI a failure."""
-    for marker, probe, var in (("docker", docker_host, "DOCKER_HOST"), ("k8s", k8s_cluster, "KUBECONFIG")):
+    for marker, probe, var in (
+        ("docker", docker_host, "DOCKER_HOST"),
+        ("k8s", k8s_cluster, "KUBECONFIG"),
+    ):
         if item.get_closest_marker(marker) is None:
             continue
         found, why = probe()
