@@ -39,6 +39,8 @@ if TYPE_CHECKING:
     from torchx.specs.api import AppDryRunInfo
 
 __all__ = [
+    "LOCAL_SCHEDULER_WARNING_MSG",
+    "MISSING_COMPONENT_ERROR_MSG",
     "CmdBuiltins",
     "CmdRun",
     "TorchXRunArgs",
@@ -49,6 +51,14 @@ __all__ = [
 ]
 
 logger: logging.Logger = logging.getLogger(__name__)
+
+LOCAL_SCHEDULER_WARNING_MSG = "`local` scheduler is deprecated, use `local_cwd` instead"
+"""Logged when ``-s local`` is used."""
+
+MISSING_COMPONENT_ERROR_MSG = (
+    "missing component name, either provide it from the CLI or in .torchxconfig"
+)
+"""The usage error when neither the command line nor ``[cli:run]`` names a component."""
 
 _STDIN_COMPATIBLE = {"help", "stdin", "dryrun"}
 _LOG_JOIN_TIMEOUT = 60.0
@@ -201,7 +211,7 @@ class CmdRun(SubCommand):
 
         scheduler = run_args.scheduler
         if scheduler == "local":
-            logger.warning("`local` scheduler is deprecated, use `local_cwd` instead")
+            logger.warning(LOCAL_SCHEDULER_WARNING_MSG)
         cfg = dict(run_args.scheduler_cfg)
         if not cfg and run_args.scheduler_args:
             opts = runner.scheduler_run_opts(scheduler)

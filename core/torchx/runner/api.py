@@ -18,6 +18,7 @@ from torchx.runner._manage import AppManagementMixin
 from torchx.runner._trackers import get_configured_trackers, record_parent_link
 from torchx.runner.events import log_event
 from torchx.schedulers import SchedulerFactory, get_scheduler_factories
+from torchx.specs.api import NONE as NONE  # TorchX exports it from here
 from torchx.specs.api import AppDef, AppDryRunInfo, AppHandle, CfgVal, Workspace, parse_app_handle
 from torchx.workspace.api import WorkspaceMixin
 
