@@ -10,6 +10,7 @@ import unittest
 from pathlib import Path
 
 import pytest
+
 from torchx.components import dist, utils
 from torchx.components.component_test_base import ComponentTestCase
 from torchx.specs import AppDef, AppState, Role
