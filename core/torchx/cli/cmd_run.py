@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 from torchx.cli._errors import CliError, exception_message
 from torchx.cli._run_args import (
     TorchXRunArgs,
+    _check_workspace,
     _parse_component_name_and_args,
     torchx_run_args_from_argparse,
     torchx_run_args_from_json,
@@ -217,6 +218,7 @@ class CmdRun(SubCommand):
             opts = runner.scheduler_run_opts(scheduler)
             cfg = dict(opts.cfg_from_json_repr(json.dumps(run_args.scheduler_args)))
         config.apply(scheduler=scheduler, cfg=cfg)
+        _check_workspace(os.getcwd() if run_args.workspace == "" else run_args.workspace)
         try:
             if run_args.dryrun:
                 self._dryrun(runner, run_args, cfg)
