@@ -145,6 +145,9 @@ class DockerWorkspaceMixin(WorkspaceMixin[dict[str, tuple[str, str]]]):
                 engine.ensure_image(image)
             except RuntimeError as e:
                 logger.warning("%s", e)
+        if not _has_content(path):
+            logger.info("workspace %s has no files to add: using %s as it is", path, image)
+            return image
         context = build_context(path)
         image_id, _ = engine.build(
             context,
@@ -263,6 +266,19 @@ def build_context(path: str) -> IO[bytes]:
             tar.addfile(info, io.BytesIO(DEFAULT_DOCKERFILE))
     buf.seek(0)
     return buf
+
+
+def _has_content(path: str) -> bool:
+    """Whether the workspace adds anything to the image (a file that is not ignored)."""
+    rules = _ignore_rules(path)
+    for dirpath, _, filenames in os.walk(path):
+        rel_dir = os.path.relpath(dirpath, path)
+        rel_dir = "" if rel_dir == "." else rel_dir.replace(os.sep, "/")
+        for name in filenames:
+            rel = _join(rel_dir, name)
+            if name not in _IGNORE_FILES and not rules.is_ignored(rel):
+                return True
+    return False
 
 
 def _join(rel_dir: str, name: str) -> str:
