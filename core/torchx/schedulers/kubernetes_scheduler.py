@@ -26,10 +26,10 @@ from __future__ import annotations
 
 import builtins
 import logging
-import warnings
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Optional
 
+from torchx.schedulers._kubernetes.client import api_server_errors, load_api_client
 from torchx.schedulers._kubernetes.extras import add_pod_extras, parse_toleration
 from torchx.schedulers._kubernetes.names import (
     ANNOTATION_ISTIO_SIDECAR,
@@ -208,17 +208,7 @@ class KubernetesScheduler(Scheduler[Mapping[str, CfgVal]]):
 
     def _api_client(self) -> Any:
         if self._client is None:
-            from kubernetes import client, config
-
-            configuration = client.Configuration()
-            try:
-                config.load_incluster_config(client_configuration=configuration)
-            except config.ConfigException:
-                try:
-                    config.load_kube_config(client_configuration=configuration)
-                except config.ConfigException as e:
-                    warnings.warn(f"failed to load kube config: {e}", stacklevel=3)
-            self._client = client.ApiClient(configuration)
+            self._client = load_api_client()
         return self._client
 
     def _get_active_context(self) -> dict[str, Any]:
@@ -265,7 +255,8 @@ class KubernetesScheduler(Scheduler[Mapping[str, CfgVal]]):
         )
         _check_pod_names(resource)
         if opts.validate_spec:
-            self._volcano().create(opts.namespace, resource, dry_run=True)
+            with api_server_errors(self._api_client(), "validating the job spec"):
+                self._volcano().create(opts.namespace, resource, dry_run=True)
         return AppDryRunInfo(KubernetesJob(images_to_push={}, resource=resource), repr)
 
     def _submit_dryrun_plain(self, app: AppDef, opts: Opts) -> AppDryRunInfo[KubernetesJob]:
@@ -285,7 +276,8 @@ class KubernetesScheduler(Scheduler[Mapping[str, CfgVal]]):
         opts = Opts.from_cfg(dryrun_info._cfg or {})
         if opts.mode == MODE_PLAIN:
             raise NotImplementedError("kubernetes mode=plain is not available in this build")
-        name = self._volcano().create(opts.namespace, dryrun_info.request.resource)
+        with api_server_errors(self._api_client(), "submitting the job"):
+            name = self._volcano().create(opts.namespace, dryrun_info.request.resource)
         return f"{opts.namespace}:{name}"
 
     # -- existing apps -----------------------------------------------------------------------
@@ -293,30 +285,34 @@ class KubernetesScheduler(Scheduler[Mapping[str, CfgVal]]):
     def describe(self, app_id: str) -> Optional[DescribeAppResponse]:
         """Describe the app; None if no mode knows it."""
         namespace, name = split_app_id(app_id)
-        for ops in self._mode_ops():
-            found = ops.describe(namespace, name)
-            if found is not None:
-                return found
+        with api_server_errors(self._api_client(), f"describing {app_id}"):
+            for ops in self._mode_ops():
+                found = ops.describe(namespace, name)
+                if found is not None:
+                    return found
         return None
 
     def _cancel_existing(self, app_id: str) -> None:
         namespace, name = split_app_id(app_id)
-        for ops in self._mode_ops():
-            if ops.describe(namespace, name) is not None:
-                ops.abort(namespace, name)
-                return
+        with api_server_errors(self._api_client(), f"cancelling {app_id}"):
+            for ops in self._mode_ops():
+                if ops.describe(namespace, name) is not None:
+                    ops.abort(namespace, name)
+                    return
 
     def _delete_existing(self, app_id: str) -> None:
         namespace, name = split_app_id(app_id)
-        for ops in self._mode_ops():
-            ops.delete(namespace, name)
+        with api_server_errors(self._api_client(), f"deleting {app_id}"):
+            for ops in self._mode_ops():
+                ops.delete(namespace, name)
 
     def list(self, cfg: Optional[Mapping[str, CfgVal]] = None) -> builtins.list[ListAppResponse]:
         """The apps of a namespace: ``cfg["namespace"]``, else the kube context's, else default."""
         namespace = str((cfg or {}).get("namespace") or "") or self._context_namespace()
         apps: builtins.list[ListAppResponse] = []
-        for ops in self._mode_ops():
-            apps.extend(ops.list(namespace))
+        with api_server_errors(self._api_client(), f"listing apps in namespace {namespace}"):
+            for ops in self._mode_ops():
+                apps.extend(ops.list(namespace))
         return apps
 
     def _context_namespace(self) -> str:
