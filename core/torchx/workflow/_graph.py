@@ -27,7 +27,7 @@ def strings_of(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[A
             yield from strings_of(v, (*path, i))
 
 
-_TEMPLATED = ("args", "scheduler", "cfg", "resource", "image", "env")
+TEMPLATED_FIELDS = ("args", "scheduler", "cfg", "resource", "image", "env")
 
 
 def step_refs(step: Any) -> Iterator[tuple[tuple[Any, ...], Ref]]:
@@ -38,7 +38,7 @@ def step_refs(step: Any) -> Iterator[tuple[tuple[Any, ...], Ref]]:
     Args:
         step: a :class:`torchx.workflow.Step`.
     """
-    for field in (*_TEMPLATED, "outputs"):
+    for field in (*TEMPLATED_FIELDS, "outputs"):
         for path, text in strings_of(getattr(step, field), (field,)):
             for ref in find_refs(text):
                 yield path, ref

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from torchx.workflow._graph import find_cycle, step_refs, upstream
+from torchx.workflow._graph import TEMPLATED_FIELDS, find_cycle, strings_of, upstream
 from torchx.workflow._template import Ref, TemplateError, find_refs
 from torchx.workflow._yaml import Lines
 from torchx.workflow.errors import Issue, did_you_mean
@@ -102,13 +102,20 @@ def _check_ref(pipeline: Pipeline, step: str, field: str, ref: Ref) -> str:
     return ""
 
 
+def _located_refs(step: Any, name: str, lines: Lines) -> tuple[list[Any], list[Issue]]:
+    refs, issues = [], []
+    for field in (*TEMPLATED_FIELDS, "outputs"):
+        for path, text in strings_of(getattr(step, field), (field,)):
+            try:
+                refs += [(path, ref) for ref in find_refs(text)]
+            except TemplateError as e:
+                issues.append(Issue(str(e), name, line_of(lines, ("steps", name, *path))))
+    return refs, issues
+
+
 def _check_step_refs(pipeline: Pipeline, name: str, lines: Lines) -> list[Issue]:
     step = pipeline.steps[name]
-    issues = []
-    try:
-        refs = list(step_refs(step))
-    except TemplateError as e:
-        return [Issue(str(e), name, line_of(lines, ("steps", name)))]
+    refs, issues = _located_refs(step, name, lines)
     for path, ref in refs:
         msg = _check_ref(pipeline, name, path[0], ref)
         if msg:
@@ -156,6 +163,6 @@ def check_pipeline(pipeline: Pipeline, lines: Lines) -> list[Issue]:
             line = line_of(lines, ("steps", cycle[0]))
             text = " -> ".join(cycle)
             issues.append(
-                Issue(f"dependency cycle {text}; remove one of these dependencies", cycle[0], line)
+                Issue(f"dependency cycle {text} (each feeds the next); remove one", cycle[0], line)
             )
     return issues
