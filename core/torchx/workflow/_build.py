@@ -5,15 +5,15 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Optional, Union
+from typing import TYPE_CHECKING, Any
 
 from torchx.workflow._template import Ref, render
-from torchx.workflow.model import Pipeline, Step
+from torchx.workflow.model import Pipeline
 
 if TYPE_CHECKING:
-    from torchx.specs.api import AppDef
+    from torchx.runner.launch import LaunchRequest
 
-__all__ = ["Resolver", "StepLaunch", "build_step", "render_value"]
+__all__ = ["Resolver", "build_step", "render_value"]
 
 
 @dataclass
@@ -70,74 +70,17 @@ def render_value(value: Any, resolve: Resolver) -> Any:
     return value
 
 
-@dataclass
-class StepLaunch:
-    """What to submit for one step.
-
-    Attributes:
-        app: the AppDef (with the step's resource, image, env and retries applied).
-        scheduler: the scheduler name.
-        cfg: the scheduler run options.
-        parent_run_id: the tracker parent run (the parent step's run), or None.
-    """
-
-    app: AppDef
-    scheduler: str
-    cfg: dict[str, Any]
-    parent_run_id: Optional[str]
-
-
-def component_app(
-    component: str,
-    args: Union[list[str], dict[str, Any]],
-    component_defaults: Mapping[str, Mapping[str, str]],
-) -> AppDef:
-    """Materializes a component with CLI-style (list) or ``{param: value}`` arguments.
-
-    Args:
-        component: the component name.
-        args: the rendered arguments.
-        component_defaults: ``[component:NAME]`` defaults from ``.torchxconfig``.
-    """
-    from torchx.specs.builders import materialize_appdef
-    from torchx.specs.finder import get_component
-
-    fn = get_component(component).fn
-    list_args = [str(a) for a in args] if isinstance(args, list) else []
-    dict_args = dict(args) if isinstance(args, dict) else {}
-    defaults = component_defaults.get(component)
-    return materialize_appdef(fn, list_args, dict(defaults) if defaults else None, dict_args)
-
-
-def apply_step(app: AppDef, step: Step) -> AppDef:
-    """Applies the step's image, named resource, env and retries to every role, in place.
-
-    Args:
-        app: a private copy of the AppDef.
-        step: the effective step (defaults filled, strings rendered).
-    """
-    from torchx.specs import RetryPolicy, resource
-
-    for role in app.roles:
-        if step.image:
-            role.image = step.image
-        if step.resource:
-            role.resource = resource(h=step.resource)
-        if step.max_retries is not None:
-            role.max_retries = step.max_retries
-        if step.retry_policy:
-            role.retry_policy = RetryPolicy[step.retry_policy]
-        role.env.update(step.env)
-    return app
-
-
 def build_step(
     pipeline: Pipeline,
     name: str,
     resolve: Resolver,
     component_defaults: Mapping[str, Mapping[str, str]],
-) -> StepLaunch:
-    """Renders step ``name`` and builds what to submit for it.
+) -> LaunchRequest:
+    """Renders step ``name`` and returns the launch request to submit for it.
+
+    The AppDef is built here (``torchx.runner.launch.build_app``) so that the step's retry
+    policy can be applied; the request carries it with the scheduler, run options and the
+    tracker parent (the parent step's run).
 
     Args:
         pipeline: the validated pipeline.
@@ -145,22 +88,32 @@ def build_step(
         resolve: the run's resolver (upstream results filled).
         component_defaults: ``[component:NAME]`` defaults.
     """
-    import copy
-
+    from torchx.runner.launch import LaunchRequest, build_app
+    from torchx.specs import RetryPolicy
     from torchx.workflow._plan import parent_of
 
     step = pipeline.effective(name)
-    rendered = step.model_copy(
-        update={f: render_value(getattr(step, f), resolve) for f in _RENDERED}
+    r = step.model_copy(update={f: render_value(getattr(step, f), resolve) for f in _RENDERED})
+    app = build_app(
+        LaunchRequest(
+            component=r.component,
+            component_args=r.args if r.component else None,
+            app=r.app,
+            image=r.image,
+            resource=r.resource,
+            max_retries=r.max_retries,
+            env=r.env,
+        ),
+        component_defaults,
     )
-    if rendered.app is not None:
-        app = copy.deepcopy(rendered.app)
-    else:
-        app = component_app(str(rendered.component), rendered.args, component_defaults)
-    apply_step(app, rendered)
+    if r.retry_policy:
+        for role in app.roles:
+            role.retry_policy = RetryPolicy[r.retry_policy]
     parent = parent_of(pipeline, name)
     parent_run = resolve.results.get(parent, {}).get("tracker_run_id") if parent else None
-    return StepLaunch(app, str(rendered.scheduler), dict(rendered.cfg), parent_run)
+    return LaunchRequest(
+        app=app, scheduler=r.scheduler, cfg=dict(r.cfg), parent_run_id=parent_run or None
+    )
 
 
 _RENDERED = ("args", "scheduler", "cfg", "resource", "image", "env")

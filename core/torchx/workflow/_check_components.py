@@ -131,9 +131,9 @@ def check_registries(pipeline: Pipeline, lines: Lines) -> list[Issue]:
         pipeline: a structurally valid pipeline.
         lines: its line map.
     """
-    from torchx.runner.config import load_sections
+    from torchx.specs.torchxconfig import TorchXConfig
 
-    cdefaults = load_sections(prefix="component")
+    cdefaults = TorchXConfig.discover().component_defaults()
     issues: list[Issue] = []
     for name in pipeline.steps:
         issues += _check_component(pipeline, name, lines, cdefaults)

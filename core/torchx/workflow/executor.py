@@ -65,12 +65,6 @@ def resolve_params(pipeline: Pipeline, values: Optional[Mapping[str, Any]]) -> d
     return out
 
 
-def _component_defaults() -> dict[str, dict[str, str]]:
-    from torchx.runner.config import load_sections
-
-    return load_sections(prefix="component")
-
-
 def dryrun_pipeline(
     pipeline: Pipeline, params: Optional[Mapping[str, Any]] = None, runner: Optional[Runner] = None
 ) -> list[tuple[str, AppDryRunInfo[Any]]]:
@@ -87,13 +81,11 @@ def dryrun_pipeline(
     own = runner is None
     runner = runner or get_runner()
     try:
-        cdefaults = _component_defaults()
+        cdefaults = runner.config.component_defaults()
         infos = []
         for name in order(pipeline):
-            launch = build_step(pipeline, name, resolve, cdefaults)
-            parent = launch.parent_run_id or None
-            info = runner.dryrun(launch.app, launch.scheduler, launch.cfg, None, parent)
-            infos.append((name, info))
+            request = build_step(pipeline, name, resolve, cdefaults)
+            infos.append((name, runner.dryrun_request(request)))
         return infos
     finally:
         if own:
@@ -194,7 +186,7 @@ class _Executor:
         self.deps = dependencies(pipeline)
         self.done: queue.Queue[tuple[str, Optional[AppStatus], str]] = queue.Queue()
         self.stopping = False
-        self.cdefaults = _component_defaults()
+        self.cdefaults = runner.config.component_defaults()
 
     def _changed(self, step: StepRun) -> None:
         self.run_.save()
@@ -256,16 +248,13 @@ class _Executor:
 
         step.started = time.time()
         try:
-            launch = build_step(self.pipeline, step.name, self._resolver(), self.cdefaults)
-            info = self.runner.dryrun(
-                launch.app, launch.scheduler, launch.cfg, None, launch.parent_run_id
-            )
-            handle = self.runner.schedule(info)
+            request = build_step(self.pipeline, step.name, self._resolver(), self.cdefaults)
+            handle = self.runner.launch(request)
         except Exception as e:
             self._ended(step.name, None, f"could not launch: {type(e).__name__}: {e}")
             return
         step.app_handle, step.app_id = handle, parse_app_handle(handle).app_id
-        step.parent_run_id = launch.parent_run_id or ""
+        step.parent_run_id = request.parent_run_id or ""
         step.state = "RUNNING"
         self._changed(step)
         threading.Thread(
