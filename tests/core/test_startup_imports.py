@@ -1,4 +1,4 @@
-"""What the fast CLI paths do not import, and that the shortcuts behave like the slow paths."""
+"""Fast paths: what the CLI does not import or compute, and that shortcuts match the slow paths."""
 
 from __future__ import annotations
 
@@ -78,3 +78,28 @@ def test_supervisor_arguments(tmp_path: Path) -> None:
     for bad in ([str(tmp_path)], ["--control-fd", "x", str(tmp_path)], ["a", "b"]):
         with pytest.raises(SystemExit, match="usage: torchx-local-supervisor"):
             parse_supervisor_args(bad)
+
+
+def test_events_nobody_listens_to_are_not_serialized(caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    from torchx.runner.events import record
+    from torchx.runner.events.api import TorchxEvent
+
+    unserializable = TorchxEvent("s", "k", "run", app_metadata={"bad": object()})
+    record(unserializable, "null")  # only a NullHandler: skipped, so no serialization error
+    assert "failed to serialize" not in caplog.text
+    listener = logging.getLogger("torchx-events-null")
+    seen: list[str] = []
+
+    class Collect(logging.Handler):
+        def emit(self, r: logging.LogRecord) -> None:
+            seen.append(r.getMessage())
+
+    handler = Collect()
+    listener.addHandler(handler)
+    try:
+        record(TorchxEvent("s", "k", "status"), "null")
+    finally:
+        listener.removeHandler(handler)
+    assert len(seen) == 1 and '"api": "status"' in seen[0]
