@@ -18,6 +18,8 @@ def start_error(spec: dict[str, Any], error: BaseException) -> str:
     cwd = spec.get("cwd")
     if isinstance(error, FileNotFoundError) and cwd and error.filename == cwd:
         return f"working directory not found: {cwd}"
+    if isinstance(error, FileNotFoundError) and "/" in cmd:
+        return f"command not found: {cmd} (no such file)"
     if isinstance(error, FileNotFoundError):
         return f"command not found: {cmd} (not on the replica's PATH, nor next to {sys.executable})"
     if isinstance(error, PermissionError):

@@ -157,7 +157,7 @@ class Supervisor:
         else:
             replica.state = "FAILED"
             self._record(replica, exit_reason(code))
-            self._on_failure(replica, f"exited with code {code}")
+            self._on_failure(replica, exit_reason(code))
         self._write_state()
 
     def _record(self, replica: Replica, reason: str) -> None:
