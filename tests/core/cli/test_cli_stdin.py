@@ -53,7 +53,12 @@ def test_stdin_failing_app_exits_1(tmp_path: Path) -> None:
 def test_stdin_only_dryrun_may_be_combined(tmp_path: Path) -> None:
     proc = run_torchx("run", "--stdin", "--dryrun", stdin=json.dumps(BASE), cwd=tmp_path)
     assert proc.returncode == 0 and "=== SCHEDULER REQUEST ===" in proc.stdout, proc.stderr
-    for extra in (["--wait"], ["--log"], ["--workspace", str(tmp_path)], ["utils.echo"]):
+    for extra in (
+        ["--wait"],
+        ["--log"],
+        ["--workspace", str(tmp_path / "elsewhere")],
+        ["utils.echo"],
+    ):
         proc = run_torchx("run", "--stdin", *extra, stdin=json.dumps(BASE), cwd=tmp_path)
         assert proc.returncode == 2, (extra, proc.stderr)
         (line,) = [x for x in proc.stderr.splitlines() if "error:" in x]
