@@ -57,6 +57,7 @@ _DEFAULT_SUB_CMDS: dict[str, tuple[str, str]] = {
     "delete": ("torchx.cli.cmd_delete:CmdDelete", "Deletes an app from its scheduler"),
     "describe": ("torchx.cli.cmd_describe:CmdDescribe", "Describes an app (its AppDef)"),
     "list": ("torchx.cli.cmd_list:CmdList", "Lists the apps of a scheduler"),
+    "pipeline": ("torchx.cli.cmd_pipeline:CmdPipeline", "Runs multi-step pipelines locally"),
     "log": ("torchx.cli.cmd_log:CmdLog", "Prints or tails the logs of an app"),
     "run": ("torchx.cli.cmd_run:CmdRun", "Runs a component on a scheduler"),
     "runopts": ("torchx.cli.cmd_runopts:CmdRunopts", "Lists the run options of schedulers"),
