@@ -45,10 +45,21 @@ def exit_reason(code: int) -> str:
     return f"exited with code {code}"
 
 
-def stopped_reason(code: int | None, why: str) -> str:
-    """What stopped a replica: the app-level reason, and how the replica ended."""
-    how = "before it ended" if code is None else _exit_how(code)
-    return f"stopped {how}: {why}" if why else f"stopped {how}"
+def stopped_reason(code: int | None, why: str, started: bool = True) -> str:
+    """What stopped a replica: the app-level reason, and how the replica ended.
+
+    Args:
+        code: the replica's exit code (None: its end was not observed).
+        why: the app-level reason (e.g. ``cancelled by process 12``).
+        started: whether the replica's process was ever started.
+    """
+    if not started:
+        how = "not started"
+    elif code is None:
+        how = "stopped"
+    else:
+        how = f"stopped {_exit_how(code)}"
+    return f"{how}: {why}" if why else how
 
 
 def _exit_how(code: int) -> str:

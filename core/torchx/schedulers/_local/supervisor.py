@@ -232,7 +232,8 @@ class Supervisor:
             replica.close()
             if replica.state in ("PENDING", "RUNNING"):
                 replica.state = "CANCELLED"
-                self._record(replica, stopped_reason(None, self.msg))
+                started = replica.proc is not None
+                self._record(replica, stopped_reason(None, self.msg, started))
         self.state = self.final_state
         self._write_state(final=True)
         self._write_summary()
