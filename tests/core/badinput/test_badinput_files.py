@@ -66,6 +66,12 @@ def test_component_file_missing(bad: BadInput) -> None:
     assert "foo.py" in bad.run("run", "--dryrun", "-s", "local_cwd", "foo.py:bar")
 
 
+def test_component_file_without_function(bad: BadInput, write: Write) -> None:
+    write("comp.py", "x = 1\n")
+    line = bad.run("run", "--dryrun", "-s", "local_cwd", "comp.py")
+    assert "name it as `comp.py:FUNCTION_NAME`" in line
+
+
 def test_component_function_missing(bad: BadInput, write: Write) -> None:
     write("comp.py", "x = 1\n")
     assert "bar" in bad.run("run", "--dryrun", "-s", "local_cwd", "comp.py:bar")
@@ -83,7 +89,8 @@ def test_component_file_importing_a_missing_module(bad: BadInput, write: Write) 
         "import nosuchmodule_xyz\nfrom torchx import specs\n\n\n"
         'def f() -> specs.AppDef:\n    """F."""\n    return specs.AppDef("x")\n',
     )
-    assert "nosuchmodule_xyz" in bad.run("run", "--dryrun", "-s", "local_cwd", "imp.py:f")
+    line = bad.run("run", "--dryrun", "-s", "local_cwd", "imp.py:f")
+    assert "component file imp.py: No module named 'nosuchmodule_xyz'" in line
 
 
 def test_component_with_the_wrong_return_annotation(bad: BadInput, write: Write) -> None:
