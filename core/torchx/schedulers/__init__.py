@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_SCHEDULER_MODULES",
+    "Scheduler",
     "SchedulerFactory",
     "get_default_scheduler_name",
     "get_scheduler_factories",
@@ -110,7 +111,10 @@ def _module_available(module: str) -> bool:
     try:
         import importlib.util
 
-        return importlib.util.find_spec(module) is not None
+        from torchx._pending import is_pending
+
+        spec = importlib.util.find_spec(module)
+        return spec is not None and not is_pending(spec)  # pending: not in torchx-flow yet
     except ModuleNotFoundError:
         return False
 
@@ -179,4 +183,9 @@ def __getattr__(name: str) -> Any:
 
         globals()["SchedulerFactory"] = SchedulerFactory
         return SchedulerFactory
+    if name == "Scheduler":
+        from torchx.schedulers.api import Scheduler
+
+        globals()["Scheduler"] = Scheduler
+        return Scheduler
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
