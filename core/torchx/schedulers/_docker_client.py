@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 import time
 from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -148,7 +149,7 @@ class DockerEngine:
                 text = str(chunk["stream"])
                 log.extend(line for line in text.splitlines() if line.strip())
                 if not quiet:
-                    print(text, end="", flush=True)
+                    print(text, end="", file=sys.stderr, flush=True)
             if "aux" in chunk and "ID" in chunk["aux"]:
                 image_id = str(chunk["aux"]["ID"])
             if "error" in chunk:
