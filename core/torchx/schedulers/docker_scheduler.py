@@ -137,8 +137,7 @@ class Opts(StructuredOpts):
     """Run options of ``local_docker``."""
 
     copy_env: Optional[list[str]] = None
-    """list of glob patterns of environment variables to copy if not set in AppDef.
-    Ex: FOO_*"""
+    """glob patterns of launcher environment variables to copy into every replica (FOO_*)"""
 
     env: Optional[dict[str, str]] = None
     """environment variables for every replica (ENV1:v1,ENV2:v2), applied over copy_env's"""

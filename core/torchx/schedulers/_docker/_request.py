@@ -195,7 +195,8 @@ def _container(
         **_resources(replica),
     }
     if replica.port_map:
-        kwargs["ports"] = {f"{port}/tcp": None for port in replica.port_map.values()}
+        # published on the loopback only; replicas reach each other on the app network anyway
+        kwargs["ports"] = {f"{p}/tcp": ("127.0.0.1", None) for p in replica.port_map.values()}
     command = [replica.entrypoint, *replica.args]
     return DockerContainer(image=role.image, command=command, kwargs=kwargs)
 

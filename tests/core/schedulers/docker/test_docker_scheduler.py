@@ -171,7 +171,9 @@ def test_cli_run_status_log_list_on_local_docker(tmp_path: Path) -> None:
         listed = run_torchx("list", "-s", "local_docker")
         assert handle.rsplit("/", 1)[1] in listed.stdout, listed.stderr
     finally:
-        run_torchx("delete", handle)
+        deleted = run_torchx("delete", handle)
+    assert deleted.returncode == 0, deleted.stderr
+    assert run_torchx("status", handle).returncode != 0  # gone
 
 
 def test_unreachable_engine_is_one_line_naming_docker_host(tmp_path: Path) -> None:
