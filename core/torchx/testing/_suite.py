@@ -32,6 +32,8 @@ class SchedulerTestSuite:
         supports_streams: ``log_iter`` separates stdout and stderr.
         supports_list: ``list()`` shows the scheduler's apps.
         delete_removes: after ``delete`` the app no longer exists (else it is only terminal).
+        supports_fail_fast: one failed replica fails the app and stops the others.
+        supports_tail: ``log_iter(should_tail=True)`` follows a replica until it ends.
     """
 
     timeout: float = 120.0
@@ -39,6 +41,8 @@ class SchedulerTestSuite:
     supports_streams: bool = True
     supports_list: bool = True
     delete_removes: bool = True
+    supports_fail_fast: bool = True
+    supports_tail: bool = True
 
     # -- hooks -----------------------------------------------------------------------------
 
@@ -150,6 +154,8 @@ class SchedulerTestSuite:
             assert self.logs(app_id, "echo", 0, streams=Stream.STDERR) == ["oops 0"]
 
     def test_log_iter_tails_until_the_app_ends(self) -> None:
+        if not self.supports_tail:
+            return
         app_id = self.submit("tail")
         self.wait_until(app_id, lambda d: d.state != AppState.SUBMITTED, "started")
         lines = self.logs(app_id, "tail", 0, should_tail=True)
@@ -160,6 +166,8 @@ class SchedulerTestSuite:
         app_id = self.submit("fail")
         desc = self.wait_terminal(app_id)
         assert desc.state == AppState.FAILED
+        if not self.supports_fail_fast:
+            return
         desc = self.wait_until(
             app_id,
             lambda d: all(is_terminal(r.state) for rs in d.roles_statuses for r in rs.replicas),
