@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 
 from torchx.specs.api import AppDef, Role
@@ -61,6 +62,7 @@ _LABEL_BAD_CHARS = re.compile(r"[^A-Za-z0-9\-_.]")
 _LABEL_EDGES = re.compile(r"^[^A-Za-z0-9]+|[^A-Za-z0-9]+$")
 
 
+@functools.lru_cache(maxsize=4096)
 def clean_label(value: str) -> str:
     """Make ``value`` a valid label value.
 
