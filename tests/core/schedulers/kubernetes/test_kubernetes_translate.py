@@ -229,11 +229,44 @@ def test_overlay_and_runopts_tolerations_compose() -> None:
 
 
 @pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("gpu", {"key": "gpu", "operator": "Exists"}),
+        ("gpu:NoSchedule", {"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}),
+        ("pool=train", {"key": "pool", "operator": "Equal", "value": "train"}),
+        (
+            "pool=t:NoExecute",
+            {"key": "pool", "operator": "Equal", "value": "t", "effect": "NoExecute"},
+        ),
+        (
+            "pool:t:NoExecute",
+            {"key": "pool", "operator": "Equal", "value": "t", "effect": "NoExecute"},
+        ),
+        ("pool:t:", {"key": "pool", "operator": "Equal", "value": "t"}),
+    ],
+)
+def test_toleration_forms(text: str, expected: dict[str, str]) -> None:
+    assert sanitize_for_serialization(parse_toleration(text)) == expected
+
+
+def test_tolerations_through_the_cli_cfg_grammar() -> None:
+    opts = ks.create_scheduler("t").run_opts()
+    cfg = opts.cfg_from_str("queue=q,validate_spec=False,tolerations=gpu:NoSchedule;pool:train:")
+    spec = _dryrun(AppDef("app", [_role()]), **cfg)["spec"]["tasks"][0]["template"]["spec"]
+    assert spec["tolerations"] == [
+        {"key": "gpu", "operator": "Exists", "effect": "NoSchedule"},
+        {"key": "pool", "operator": "Equal", "value": "train"},
+    ]
+
+
+@pytest.mark.parametrize(
     ("text", "error"),
     [
         ("=v:NoSchedule", "has no key"),
         ("k:NoSchedul", "did you mean `NoSchedule`"),
         ("k:Bogus", "use one of"),
+        ("k:v:NoExecut", "did you mean `NoExecute`"),
+        ("a:b:c:d", "too many `:`"),
     ],
 )
 def test_bad_tolerations(text: str, error: str) -> None:
