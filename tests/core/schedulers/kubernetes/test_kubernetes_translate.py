@@ -362,3 +362,21 @@ def test_dryrun_yaml_is_torchx_layout() -> None:
         "apiVersion: batch.volcano.sh/v1alpha1\nkind: Job\nmetadata:\n  name: kitchensink-"
     )
     assert "securityContext: {}" in text and "sidecar.istio.io/inject: 'false'" in text
+
+
+def test_workspace_images_are_renamed_to_image_repo_and_planned_for_push() -> None:
+    app = AppDef("app", [_role(image="sha256:abc123"), _role(name="b", image="plain:1")])
+    info = ks.create_scheduler("t").submit_dryrun(
+        app, {"queue": "q", "validate_spec": False, "image_repo": "registry.local/me"}
+    )
+    assert info.request.images_to_push == {"sha256:abc123": ("registry.local/me", "abc123")}
+    images = [c["image"] for c in _containers(sanitize_for_serialization(info.request.resource))]
+    assert images == ["registry.local/me:abc123", "plain:1"]
+    with pytest.raises(KeyError, match="image_repo"):
+        _dryrun(AppDef("app", [_role(image="sha256:abc123")]))
+
+
+def test_is_a_docker_workspace_scheduler() -> None:
+    from torchx.workspace.docker_workspace import DockerWorkspaceMixin
+
+    assert isinstance(ks.create_scheduler("t"), DockerWorkspaceMixin)
