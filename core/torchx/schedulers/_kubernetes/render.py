@@ -4,9 +4,10 @@
 classes (it reads the models' attribute tables directly instead of through properties).
 
 ``dump_yaml`` gives exactly ``yaml.dump(data, sort_keys=True)`` for JSON-like data (dicts with
-string keys, lists, str, int, bool, None): it feeds PyYAML's emitter the events its representer
-would produce, skipping the representer and serializer, and resolving each distinct string
-once. Anything else falls back to ``yaml.dump``.
+short printable ASCII string keys, lists, ASCII str, int, bool, None): it feeds libyaml's
+emitter the events PyYAML's representer would produce, skipping the representer and
+serializer, and resolving each distinct string once. Anything else (where libyaml and PyYAML's Python emitter
+could differ) falls back to ``yaml.dump``.
 """
 
 from __future__ import annotations
@@ -93,13 +94,20 @@ def _collection_events() -> tuple[Any, Any, Any, Any]:
     )
 
 
+def _simple_key(key: Any) -> bool:
+    """Keys both PyYAML emitters write the same way (``key:``); others take the slow path."""
+    return isinstance(key, str) and 0 < len(key) < 100 and key.isascii() and key.isprintable()
+
+
 def _collect(data: Any, out: list[Any], marks: tuple[Any, Any, Any, Any]) -> None:
     if isinstance(data, str):
+        if not data.isascii():  # libyaml folds escaped non-ASCII text by bytes, PyYAML by chars
+            raise _Unsupported
         out.append(_scalar(data, _STR))
     elif isinstance(data, dict):
         out.append(marks[0])
         for key in sorted(data):
-            if not isinstance(key, str):
+            if not _simple_key(key):
                 raise _Unsupported
             out.append(_scalar(key, _STR))
             _collect(data[key], out, marks)
