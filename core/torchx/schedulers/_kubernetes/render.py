@@ -6,8 +6,8 @@ classes (it reads the models' attribute tables directly instead of through prope
 ``dump_yaml`` gives exactly ``yaml.dump(data, sort_keys=True)`` for JSON-like data (dicts with
 short printable ASCII string keys, lists, ASCII str, int, bool, None): it feeds libyaml's
 emitter the events PyYAML's representer would produce, skipping the representer and
-serializer, and resolving each distinct string once. Anything else (where libyaml and PyYAML's Python emitter
-could differ) falls back to ``yaml.dump``.
+serializer, and resolving each distinct string once. Anything else (where libyaml and PyYAML's
+Python emitter could differ) falls back to ``yaml.dump``.
 """
 
 from __future__ import annotations
