@@ -6,6 +6,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, Optional
 
+from torchx.schedulers._kubernetes.names import LABEL_UNIQUE_NAME, clean_label
 from torchx.schedulers._kubernetes.request import sanitize_for_serialization
 from torchx.schedulers._kubernetes.volcano import VOLCANO_GROUP, VOLCANO_PLURAL, VOLCANO_VERSION
 from torchx.schedulers._kubernetes.volcano_status import describe_vcjob, list_entry, pod_hostname
@@ -85,20 +86,25 @@ class VolcanoOps:
         return job
 
     def describe(self, namespace: str, name: str) -> Optional[DescribeAppResponse]:
-        """Describe the Job (None if it does not exist); hostnames from the pods' IPs."""
+        """Describe the Job (None if it does not exist); hostnames from the pods' IPs.
+
+        The pods are read with one label-selected list, not one request per replica.
+        """
         job = self.get(namespace, name)
         if job is None:
             return None
+        ips = self._pod_ips(namespace, name)
         return describe_vcjob(
-            f"{namespace}:{name}", job, lambda pod: self._hostname(namespace, pod)
+            f"{namespace}:{name}", job, lambda pod: pod_hostname(ips.get(pod), namespace)
         )
 
-    def _hostname(self, namespace: str, pod_name: str) -> str:
+    def _pod_ips(self, namespace: str, name: str) -> dict[str, Optional[str]]:
+        selector = f"{LABEL_UNIQUE_NAME}={clean_label(name)}"
         try:
-            pod = self._core.read_namespaced_pod(name=pod_name, namespace=namespace)
+            pods = self._core.list_namespaced_pod(namespace=namespace, label_selector=selector)
         except _api_exception():
-            return ""
-        return pod_hostname(pod.status.pod_ip if pod.status else None, namespace)
+            return {}
+        return {pod.metadata.name: pod.status.pod_ip if pod.status else None for pod in pods.items}
 
     def abort(self, namespace: str, name: str) -> None:
         """Set ``status.state.phase=Aborted``; the spec stays for inspection."""

@@ -196,3 +196,40 @@ def test_bad_namespace_and_duplicate_name_are_clear_errors(scheduler: Kubernetes
     scheduler.schedule(info)
     with pytest.raises(ValueError, match=r"Job `.*` already exists"):
         scheduler.schedule(info)
+
+
+def test_replica_hostname_comes_from_the_pod_volcano_would_create(
+    api: Any, scheduler: KubernetesScheduler
+) -> None:
+    """Create the pod of task ps-0 from the Job's own template, as the Volcano controller does."""
+    from kubernetes import client
+
+    core = client.CoreV1Api(api)
+    app_id = scheduler.submit(_app(), CFG)
+    name = app_id.split(":")[1]
+    job = client.CustomObjectsApi(api).get_namespaced_custom_object(
+        namespace="default", name=name, **GVP
+    )
+    template = job["spec"]["tasks"][2]["template"]
+    pod_name = f"{name}-ps-0-0"  # Volcano names pods {job}-{task}-{index}
+    core.create_namespaced_pod(
+        "default", {**template, "metadata": {**template["metadata"], "name": pod_name}}
+    )
+    try:
+        deadline = time.monotonic() + 90
+        while not (ip := core.read_namespaced_pod(pod_name, "default").status.pod_ip):
+            assert time.monotonic() < deadline, "the pod never got an IP"
+            time.sleep(0.5)
+        _set_status(
+            api,
+            app_id,
+            "Running",
+            {"trainer-0": "Pending", "trainer-1": "Pending", "ps-0": "Running"},
+        )
+        desc = scheduler.describe(app_id)
+        assert desc is not None
+        hosts = {(r.role, r.id): r.hostname for rs in desc.roles_statuses for r in rs.replicas}
+        assert hosts[("ps", 0)] == f"{ip.replace('.', '-')}.default.pod.cluster.local"
+        assert hosts[("trainer", 0)] == ""  # no pod
+    finally:
+        core.delete_namespaced_pod(pod_name, "default", grace_period_seconds=0)
