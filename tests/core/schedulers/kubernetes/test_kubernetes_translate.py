@@ -380,3 +380,15 @@ def test_is_a_docker_workspace_scheduler() -> None:
     from torchx.workspace.docker_workspace import DockerWorkspaceMixin
 
     assert isinstance(ks.create_scheduler("t"), DockerWorkspaceMixin)
+
+
+def test_importing_the_scheduler_does_not_import_the_client() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, torchx.schedulers.kubernetes_scheduler\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'kubernetes', 'yaml', 'docker'}))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+    assert out.stdout.strip() == "[]"
