@@ -109,7 +109,7 @@ def describe_vcjob(
             id=int(idx) if idx.isdigit() else 0,
             role=role,
             state=_task_phase(counts[task] or {}),
-            hostname=hostname(f"{name}-{task}-0"),
+            hostname=hostname(f"{name}-{task}-0"),  # = volcano_pod_name(name, role, idx)
         )
         statuses[role].replicas.append(replica)
     return DescribeAppResponse(

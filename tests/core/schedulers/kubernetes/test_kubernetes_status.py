@@ -124,3 +124,10 @@ def test_bad_app_ids(bad: str) -> None:
     with pytest.raises(ValueError, match="not of the form NAMESPACE:NAME"):
         split_app_id(bad)
     assert split_app_id("ns:x") == ("ns", "x")
+
+
+def test_volcano_pod_name_accepts_written_and_normalized_role_names() -> None:
+    from torchx.schedulers._kubernetes.names import volcano_pod_name
+
+    assert volcano_pod_name("app-x1", "Data_Reader", 2) == "app-x1-datareader-2-0"
+    assert volcano_pod_name("app-x1", "datareader", 2) == "app-x1-datareader-2-0"
