@@ -175,9 +175,6 @@ SURFACE: dict[str, str] = {
         "WorkspaceMixin print_push_events runopts walk_workspace"
     ),
     "torchx.workspace.dir_workspace": "CfgVal DirWorkspaceMixin Role TmpDirWorkspaceMixin WorkspaceMixin walk_workspace",
-}
-
-PENDING: dict[str, str] = {
     "torchx.schedulers.kubernetes_scheduler": (
         "ANNOTATION_ISTIO_SIDECAR JOB_STATE KubernetesJob KubernetesOpts "
         "KubernetesScheduler LABEL_APP_NAME LABEL_INSTANCE_TYPE LABEL_KUBE_APP_NAME "
@@ -186,6 +183,14 @@ PENDING: dict[str, str] = {
         "RESERVED_MILLICPU RETRY_POLICIES TASK_STATE app_to_resource create_scheduler "
         "pod_labels prefix_container_name role_to_pod sanitize_for_serialization"
     ),
+    "torchx.schedulers.docker_scheduler": (
+        "CONTAINER_STATE DockerContainer DockerJob DockerScheduler LABEL_APP_ID "
+        "LABEL_REPLICA_ID LABEL_ROLE_NAME LABEL_VERSION NETWORK Opts create_scheduler "
+        "ensure_network has_docker"
+    ),
+}
+
+PENDING: dict[str, str] = {
     "torchx.schedulers.slurm_scheduler": (
         "SLURM_JOB_DIRS SLURM_STATES SlurmBatchRequest SlurmOpts SlurmReplicaRequest "
         "SlurmScheduler appstate_from_slurm_state create_scheduler get_appstate_from_job "
@@ -194,10 +199,7 @@ PENDING: dict[str, str] = {
 }
 
 PENDING_WHAT = {
-    "torchx.schedulers.docker_scheduler": "local_docker scheduler",
-    "torchx.schedulers.kubernetes_scheduler": "kubernetes scheduler",
     "torchx.schedulers.slurm_scheduler": "slurm scheduler",
-    "torchx.workspace.docker_workspace": "docker workspace",
 }
 
 

@@ -57,7 +57,7 @@ class Opts(StructuredOpts):
     """names of Secrets (docker-registry type) the pods pull their images with"""
 
     tolerations: list[str] = field(default_factory=list)
-    """pod tolerations `key[=value][:Effect]`, e.g. `nvidia.com/gpu:NoSchedule`"""
+    """pod tolerations `key[:value]:Effect`, e.g. `nvidia.com/gpu:NoSchedule;pool:train:`"""
 
     def check(self) -> None:
         """Validate values that the option types alone do not constrain.
