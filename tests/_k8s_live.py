@@ -12,7 +12,9 @@ What the live tests rely on, stated once:
 
 from __future__ import annotations
 
+import hashlib
 import os
+import subprocess
 import sys
 import time
 import uuid
@@ -25,6 +27,43 @@ from _infra import REPO
 
 IMAGE = "torchx-flow/python:3.11"
 VENV_BIN = str(Path(sys.executable).parent)
+
+
+def docker_env() -> dict[str, str]:
+    """The environment for the ``docker`` CLI: this machine's engine (scripts/infra)."""
+    out = subprocess.run(
+        [str(REPO / "scripts" / "infra" / "docker-engine.sh"), "env"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    return {**os.environ, "DOCKER_HOST": out.split("=", 1)[1]}
+
+
+@contextmanager
+def venv_image() -> Iterator[str]:
+    """A local image: ``IMAGE`` with this venv's ``bin`` first on ``PATH``; removed on exit.
+
+    Pods that run ``python`` or ``torchrun`` (``utils.python``, ``dist.ddp``) get this venv's
+    (with :func:`mount_tokens` mounted). Its tag is unique to the caller, and never ``latest``.
+    """
+    digest = hashlib.sha1(sys.prefix.encode()).hexdigest()[:8]
+    tag = f"torchx-flow/k8s-live-venv:{digest}-{uuid.uuid4().hex[:6]}"
+    path = f"{VENV_BIN}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+    dockerfile = f"FROM {IMAGE}\nENV PATH={path}\n"
+    env = docker_env()
+    subprocess.run(
+        ["docker", "build", "-q", "-t", tag, "-"],
+        input=dockerfile,
+        text=True,
+        env=env,
+        check=True,
+        capture_output=True,
+    )
+    try:
+        yield tag
+    finally:
+        subprocess.run(["docker", "rmi", "-f", tag], env=env, capture_output=True)
 
 
 def api_client() -> Any:
