@@ -26,10 +26,10 @@ from __future__ import annotations
 
 import builtins
 import logging
-import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Optional
 
+from torchx.schedulers._kubernetes.client import api_server_errors, load_api_client
 from torchx.schedulers._kubernetes.extras import add_pod_extras, parse_toleration
 from torchx.schedulers._kubernetes.names import (
     ANNOTATION_ISTIO_SIDECAR,
@@ -212,17 +212,7 @@ class KubernetesScheduler(Scheduler[Mapping[str, CfgVal]]):
 
     def _api_client(self) -> Any:
         if self._client is None:
-            from kubernetes import client, config
-
-            configuration = client.Configuration()
-            try:
-                config.load_incluster_config(client_configuration=configuration)
-            except config.ConfigException:
-                try:
-                    config.load_kube_config(client_configuration=configuration)
-                except config.ConfigException as e:
-                    warnings.warn(f"failed to load kube config: {e}", stacklevel=3)
-            self._client = client.ApiClient(configuration)
+            self._client = load_api_client()
         return self._client
 
     def _get_active_context(self) -> dict[str, Any]:
@@ -272,7 +262,8 @@ class KubernetesScheduler(Scheduler[Mapping[str, CfgVal]]):
         )
         _check_pod_names(resource)
         if opts.validate_spec:
-            self._volcano().create(opts.namespace, resource, dry_run=True)
+            with api_server_errors(self._api_client(), "validating the job spec"):
+                self._volcano().create(opts.namespace, resource, dry_run=True)
         return AppDryRunInfo(KubernetesJob(images_to_push={}, resource=resource), repr)
 
     def _submit_dryrun_plain(self, app: AppDef, opts: Opts) -> AppDryRunInfo[KubernetesJob]:
@@ -285,13 +276,14 @@ class KubernetesScheduler(Scheduler[Mapping[str, CfgVal]]):
             image_pull_secrets=tuple(opts.image_pull_secrets),
             tolerations=tuple(parse_toleration(t) for t in opts.tolerations),
         )
-        return plain_dryrun(
-            app,
-            opts.namespace,
-            opts.rank0_address,
-            lambda app_id, replica: _replica_pod(app, app_id, settings, replica),
-            self._plain() if opts.validate_spec else None,
-        )
+
+        def pod(app_id: str, replica: Replica) -> Any:
+            return _replica_pod(app, app_id, settings, replica)
+
+        if not opts.validate_spec:
+            return plain_dryrun(app, opts.namespace, opts.rank0_address, pod, None)
+        with api_server_errors(self._api_client(), "validating the job spec"):
+            return plain_dryrun(app, opts.namespace, opts.rank0_address, pod, self._plain())
 
     def schedule(self, dryrun_info: AppDryRunInfo[KubernetesJob]) -> str:
         """Create the app's objects on the cluster.
@@ -303,10 +295,11 @@ class KubernetesScheduler(Scheduler[Mapping[str, CfgVal]]):
             ValueError: a Job with the same name already exists.
         """
         opts = Opts.from_cfg(dryrun_info._cfg or {})
-        if opts.mode == MODE_PLAIN:
-            name = self._plain().create(dryrun_info.request.resource)
-        else:
-            name = self._volcano().create(opts.namespace, dryrun_info.request.resource)
+        with api_server_errors(self._api_client(), "submitting the job"):
+            if opts.mode == MODE_PLAIN:
+                name = self._plain().create(dryrun_info.request.resource)
+            else:
+                name = self._volcano().create(opts.namespace, dryrun_info.request.resource)
         return f"{opts.namespace}:{name}"
 
     # -- existing apps -----------------------------------------------------------------------
@@ -314,18 +307,20 @@ class KubernetesScheduler(Scheduler[Mapping[str, CfgVal]]):
     def describe(self, app_id: str) -> Optional[DescribeAppResponse]:
         """Describe the app; None if no mode knows it."""
         namespace, name = split_app_id(app_id)
-        for ops in self._mode_ops():
-            found = ops.describe(namespace, name)
-            if found is not None:
-                return found
+        with api_server_errors(self._api_client(), f"describing {app_id}"):
+            for ops in self._mode_ops():
+                found = ops.describe(namespace, name)
+                if found is not None:
+                    return found
         return None
 
     def _cancel_existing(self, app_id: str) -> None:
         namespace, name = split_app_id(app_id)
-        for ops in self._mode_ops():
-            if ops.describe(namespace, name) is not None:
-                ops.abort(namespace, name)
-                return
+        with api_server_errors(self._api_client(), f"cancelling {app_id}"):
+            for ops in self._mode_ops():
+                if ops.describe(namespace, name) is not None:
+                    ops.abort(namespace, name)
+                    return
 
     def log_iter(
         self,
@@ -359,15 +354,17 @@ class KubernetesScheduler(Scheduler[Mapping[str, CfgVal]]):
 
     def _delete_existing(self, app_id: str) -> None:
         namespace, name = split_app_id(app_id)
-        for ops in self._mode_ops():
-            ops.delete(namespace, name)
+        with api_server_errors(self._api_client(), f"deleting {app_id}"):
+            for ops in self._mode_ops():
+                ops.delete(namespace, name)
 
     def list(self, cfg: Optional[Mapping[str, CfgVal]] = None) -> builtins.list[ListAppResponse]:
         """The apps of a namespace: ``cfg["namespace"]``, else the kube context's, else default."""
         namespace = str((cfg or {}).get("namespace") or "") or self._context_namespace()
         apps: builtins.list[ListAppResponse] = []
-        for ops in self._mode_ops():
-            apps.extend(ops.list(namespace))
+        with api_server_errors(self._api_client(), f"listing apps in namespace {namespace}"):
+            for ops in self._mode_ops():
+                apps.extend(ops.list(namespace))
         return apps
 
     def _context_namespace(self) -> str:

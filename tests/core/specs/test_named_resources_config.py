@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from torchx.plugins import registry
-from torchx.runner import config
+from torchx.specs import torchxconfig as config
 from torchx.specs import Resource, named_resources, resource
 
 EFA = "vpc.amazonaws.com/efa"

@@ -34,8 +34,7 @@ class Opts(StructuredOpts):
     """The name of the PriorityClass to set on the job specs"""
 
     validate_spec: bool = True
-    """Validate job spec using Kubernetes API dry-run before submission (contacts the
-    cluster; set False to dry-run offline)"""
+    """Validate job spec using Kubernetes API dry-run before submission (False: offline)"""
 
     reserved_millicpu: int = RESERVED_MILLICPU
     """Amount of CPU in millicores to reserve for Kubernetes system overhead (default: 100)"""
@@ -47,22 +46,19 @@ class Opts(StructuredOpts):
     """The image repository to use when pushing patched images, must have push access"""
 
     efa_device_count: Optional[int] = None
-    """EFA device count override: None/unset=use resource spec, 0=remove EFA, N>0=set EFA
-    count to N"""
+    """EFA device count override: None/unset=use resource spec, 0=remove EFA, N>0=set to N"""
 
     quiet: bool = False
     """whether to suppress verbose output for image building"""
 
     mode: str = MODE_VOLCANO
-    """`volcano`: one Volcano Job (gang scheduled, needs Volcano); `plain`: batch/v1 Jobs and
-    a headless Service (no Volcano; works with cluster autoscalers and Kueue)"""
+    """`volcano` (a Volcano Job, needs Volcano) or `plain` (batch/v1 Jobs + headless Service)"""
 
     image_pull_secrets: list[str] = field(default_factory=list)
     """names of Secrets (docker-registry type) the pods pull their images with"""
 
     tolerations: list[str] = field(default_factory=list)
-    """pod tolerations as `key[=value]:Effect` (e.g. `nvidia.com/gpu:NoSchedule`); `key` alone
-    tolerates every effect of that taint"""
+    """pod tolerations `key[=value][:Effect]`, e.g. `nvidia.com/gpu:NoSchedule`"""
 
     rank0_address: str = "dns"
     """plain mode: how replicas reach rank 0; `dns` (the headless Service's name for rank 0's pod,

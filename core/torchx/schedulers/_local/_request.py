@@ -127,7 +127,7 @@ def build_role_params(
         ``(replica params, replica log dirs)``, indexed by replica id.
     """
     img_root = provider.fetch_role(role)
-    cwd = provider.get_cwd(role.image)
+    cwd = provider.get_role_cwd(role)
     params: list[ReplicaParam] = []
     log_dirs: list[str] = []
     for replica_id in range(role.num_replicas):
