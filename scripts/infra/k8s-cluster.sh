@@ -63,10 +63,10 @@ write_credentials() {
   chmod 600 "$D/tokens.csv" "$D/sa.key"
 }
 
-write_kubeconfig() {
+write_kubeconfig() (
   local ca
   ca=$(base64 -w0 "$D/certs/apiserver.crt")
-  umask 077
+  umask 077  # the kubeconfig holds the admin token (this function runs in a subshell)
   cat >"$KC.tmp" <<EOK
 apiVersion: v1
 kind: Config
@@ -82,7 +82,7 @@ contexts:
 current-context: torchx-flow-local
 EOK
   mv "$KC.tmp" "$KC"
-}
+)
 
 start_etcd() {
   rm -rf "$D/etcd-data"

@@ -187,3 +187,12 @@ def test_torchx_cli_runs_logs_and_lists(ns: str, client: Any, tmp_path: Path) ->
     listed = run_torchx("list", "-s", "kubernetes", "-cfg", f"namespace={ns}")
     assert handle.rsplit("/", 1)[-1] in listed.stdout
     assert run_torchx("delete", handle).returncode == 0
+
+
+def test_server_side_validation_rejects_a_bad_spec(sched: Any, ns: str) -> None:
+    bad = sh_app("bad", "true")
+    bad.roles[0].port_map = {"c10d": 99999}  # not a valid container port
+    with pytest.raises(ValueError, match="Invalid job spec"):
+        sched.submit_dryrun(bad, cfg(ns))
+    # the same spec passes without validation (nothing is stored either way)
+    sched.submit_dryrun(bad, cfg(ns, validate_spec=False))
