@@ -61,8 +61,8 @@ from torchx.schedulers.api import (
 )
 from torchx.schedulers.ids import make_unique
 from torchx.specs.api import (
-    TORCHX_HOME,
     NA,
+    TORCHX_HOME,
     AppDef,
     AppDryRunInfo,
     CfgVal,
