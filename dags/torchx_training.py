@@ -86,7 +86,10 @@ with DAG(
             f"{EXAMPLES}/pipeline/evaluate.py",
             "--",
             "--checkpoint",
-            "{{ params.workdir }}/out/{{ ti.xcom_pull(task_ids='train')['app_id'] }}/model.pt",
+            # the app's own id (TORCHX_JOB_ID, which train.py names its output after) is the
+            # scheduler's app id without a `namespace:` prefix (kubernetes)
+            "{{ params.workdir }}/out/"
+            "{{ ti.xcom_pull(task_ids='train')['app_id'].split(':')[-1] }}/model.pt",
             "--data",
             "{{ params.workdir }}/data/dataset.json",
         ],
