@@ -18,10 +18,14 @@ def torchx_training_launcher(
     examples: str = "/opt/torchx-flow/examples",
     workdir: str = "/tmp/torchx_training",
     tracker_dir: str = "/tmp/torchx_training/tracker",
-    steps: int = 50,
+    steps: str = "50",
     scheduler: str = "local_cwd",
 ) -> None:
-    """Prepare -> train (DDP 1x2) -> evaluate through the TorchX launcher."""
+    """Prepare -> train (DDP 1x2) -> evaluate through the TorchX launcher.
+
+    ``steps`` is a string: inside a list argument kfp.local renders an integer pipeline input
+    as ``50.0``, which ``train.py --steps`` rejects.
+    """
     env = {"TORCHX_TRACKERS": "fsspec", "TORCHX_TRACKER_FSSPEC_CONFIG": tracker_dir}
     prepare = launcher_from_app(
         "utils.python",
@@ -33,7 +37,7 @@ def torchx_training_launcher(
     train = launcher_from_app(
         "dist.ddp",
         ["-j", "1x2", "--name", "train", "--script", f"{examples}/train.py", "--"]
-        + ["--steps", f"{steps}", "--output-dir", f"{workdir}/out"],
+        + ["--steps", steps, "--output-dir", f"{workdir}/out"],
         resource="cpu.small",
         scheduler=scheduler,
         env=env,

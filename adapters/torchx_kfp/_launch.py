@@ -28,11 +28,16 @@ def _print(line: str) -> None:
     print(line, flush=True)
 
 
-def build_app(app_spec: str, params: Mapping[str, Any]) -> AppDef:
-    """Returns the AppDef of a launcher's ``app_spec`` with run-time ``params`` applied."""
-    spec = json.loads(app_spec)
+def build_app(spec: Mapping[str, Any], params: Mapping[str, Any]) -> AppDef:
+    """Returns the AppDef of a launcher's spec with run-time ``params`` applied.
+
+    Args:
+        spec: ``{"component": name, "args": [...], "app": AppDef JSON, "overrides": {...}}``
+            (``app`` is used when ``component`` is empty).
+        params: component parameters set at run time.
+    """
     overrides = spec.get("overrides") or {}
-    if "app" in spec:
+    if not spec.get("component"):
         if params:
             raise ValueError(
                 f"launcher params {sorted(params)} need a component, but the task runs an AppDef"
@@ -44,11 +49,19 @@ def build_app(app_spec: str, params: Mapping[str, Any]) -> AppDef:
         from torchx.specs.builders import materialize_appdef
         from torchx.specs.finder import get_component
 
-        head = [part for k, v in params.items() for part in (f"--{k}", str(v))]
+        head = [part for k, v in params.items() for part in (f"--{k}", _arg(v))]
         fn = get_component(spec["component"]).fn
-        app = materialize_appdef(fn, [*head, *spec.get("args", [])], None, None)
+        args = [_arg(a) for a in spec.get("args") or []]
+        app = materialize_appdef(fn, [*head, *args], None, None)
     _override(app, overrides)
     return app
+
+
+def _arg(value: Any) -> str:
+    """A run-time argument as text; KFP hands integers inside lists over as floats."""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
 
 
 def _override(app: AppDef, overrides: Mapping[str, Any]) -> None:
@@ -132,7 +145,7 @@ class _CancelOnTerm:
 
 
 def launch(
-    app_spec: str,
+    spec: Mapping[str, Any],
     params: Mapping[str, Any],
     env: Mapping[str, str],
     scheduler: str,
@@ -151,7 +164,7 @@ def launch(
     from torchx.runner import get_runner
 
     os.environ.update({k: str(v) for k, v in env.items()})
-    app = build_app(app_spec, params)
+    app = build_app(spec, params)
     with get_runner() as runner:
         cfg = runner.cfg_from_str(scheduler, scheduler_cfg) if scheduler_cfg else {}
         info = runner.dryrun(app, scheduler, cfg, parent_run_id=parent_run_id or None)

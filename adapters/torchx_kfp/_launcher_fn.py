@@ -12,7 +12,10 @@ __all__ = ["torchx_launch"]
 
 
 def torchx_launch(
-    app_spec: str,
+    component: str,
+    args: list,
+    app: str,
+    overrides: dict,
     params: dict,
     env: dict,
     scheduler: str = "local_cwd",
@@ -22,7 +25,10 @@ def torchx_launch(
     """Submits a TorchX app, streams its logs, and fails when the app does not succeed.
 
     Args:
-        app_spec: JSON ``{"app": <AppDef JSON>}`` or ``{"component": name, "args": [...]}``.
+        component: the component (``dist.ddp``, ``file.py:fn``), or "" to run ``app``.
+        args: the component's CLI-style arguments.
+        app: the AppDef as JSON when ``component`` is "".
+        overrides: ``{image, resource, max_retries}`` applied to every role.
         params: component parameters set at run time (``{"msg": "hi"}``).
         env: variables set for the launcher and its app (e.g. tracker configuration).
         scheduler: the TorchX scheduler (``kubernetes`` in a cluster; ``local_cwd`` locally).
@@ -33,6 +39,7 @@ def torchx_launch(
 
     from torchx_kfp._launch import launch
 
-    handle = launch(app_spec, params, env, scheduler, scheduler_cfg, parent_run_id)
+    spec = {"component": component, "args": args, "app": app, "overrides": overrides}
+    handle = launch(spec, params, env, scheduler, scheduler_cfg, parent_run_id)
     outputs = namedtuple("outputs", ["app_handle", "app_id", "tracker_run_id"])
     return outputs(handle, handle.rsplit("/", 1)[-1], handle)

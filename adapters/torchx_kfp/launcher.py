@@ -15,7 +15,6 @@ Example::
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Optional, Union
 
@@ -59,25 +58,26 @@ def launcher_component(
 
 def _app_spec(
     app: Union[AppDef, str, Callable[..., AppDef]],
-    component_args: Optional[Sequence[str]],
+    component_args: Optional[Sequence[Any]],
     overrides: Mapping[str, Any],
-) -> str:
+) -> dict[str, Any]:
     from torchx.specs.api import AppDef
     from torchx_kfp._appjson import app_to_json
 
-    args = [str(a) for a in component_args or []]
+    args = list(component_args or [])
+    spec: dict[str, Any] = {"component": "", "args": [], "app": "", "overrides": dict(overrides)}
     if isinstance(app, str):
         from torchx.specs.finder import get_component
 
         get_component(app)  # fail at compile time on an unknown component
-        return json.dumps({"component": app, "args": args, "overrides": dict(overrides)})
+        return {**spec, "component": app, "args": args}
     if not isinstance(app, AppDef):
         from torchx.specs.builders import materialize_appdef
 
-        app = materialize_appdef(app, args, None, None)
+        app = materialize_appdef(app, [str(a) for a in args], None, None)
     elif args:
         raise ValueError(f"app `{app.name}` is an AppDef: component_args need a component")
-    return json.dumps({"app": app_to_json(app), "overrides": dict(overrides)})
+    return {**spec, "app": app_to_json(app)}
 
 
 def launcher_from_app(
@@ -102,7 +102,8 @@ def launcher_from_app(
     Args:
         app: an AppDef, a component name (resolved in the task, so file components must
             exist there) or a component function (materialized now).
-        component_args: the component's CLI-style arguments.
+        component_args: the component's CLI-style arguments; elements may be pipeline
+            channels or f-strings of them (resolved at run time).
         scheduler: the TorchX scheduler (a string or a pipeline channel).
         scheduler_cfg: run options ``k=v,k2=v2`` (a string or a channel).
         parent_run_id: the upstream step's ``tracker_run_id`` (tracker lineage).
@@ -122,7 +123,7 @@ def launcher_from_app(
         raise ValueError("launcher `params` need a component name (e.g. 'dist.ddp')")
     component = launcher_component(launcher_image, packages_to_install)
     task = component(
-        app_spec=spec,
+        **spec,
         params=dict(params or {}),
         env=dict(env or {}),
         scheduler=scheduler,
