@@ -63,9 +63,15 @@ def _is_static(pipeline: Pipeline, name: str) -> bool:
     return all(ref.kind == "pipeline" for _, ref in step_refs(pipeline.steps[name]))
 
 
-def _container_task(pipeline: Pipeline, name: str) -> Optional[PipelineTask]:
-    """A container task for a static, single-task step (None when the step needs a launcher)."""
+def _container_task(
+    pipeline: Pipeline, name: str, tasks: Mapping[str, PipelineTask], deps: Sequence[str]
+) -> Optional[PipelineTask]:
+    """A container task for a static, single-task step (None when the step needs a launcher).
+
+    Its tracker parent is the parent step's ``tracker_run_id``; other dependencies order it.
+    """
     from torchx.workflow._build import Resolver, build_step
+    from torchx.workflow._plan import parent_of
     from torchx_kfp.component import component_from_app
 
     if not _is_static(pipeline, name):
@@ -75,7 +81,12 @@ def _container_task(pipeline: Pipeline, name: str) -> Optional[PipelineTask]:
         component = component_from_app(request.app)  # type: ignore[arg-type]
     except ValueError:
         return None
-    task = component()
+    parent = parent_of(pipeline, name)
+    kwargs = {"parent_run_id": tasks[parent].outputs["tracker_run_id"]} if parent else {}
+    task = component(**kwargs)
+    others = [tasks[d] for d in deps if d != parent]
+    if others:
+        task.after(*others)
     task.set_display_name(name)
     return task
 
@@ -141,7 +152,9 @@ def pipeline_from_workflow(
         values = {**dict(zip(names, args, strict=False)), **kwargs}
         tasks: dict[str, PipelineTask] = {}
         for name in order(pipeline):
-            task = _container_task(pipeline, name) if mode != "launcher" else None
+            task = (
+                _container_task(pipeline, name, tasks, deps[name]) if mode != "launcher" else None
+            )
             if task is None and mode == "container":
                 raise ValueError(
                     f"step `{name}` cannot be one KFP container task (it references"

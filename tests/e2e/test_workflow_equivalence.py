@@ -203,3 +203,74 @@ def test_airflow_dag_test(
     tasks = summary["tasks"]
     handles = [tasks[s]["xcom"]["return_value"]["app_handle"] for s in ("first", "second", "third")]
     _check(setup, handles)
+
+
+def _kfp_ir(setup: dict[str, Any], tmp_path: Path) -> dict[str, Any]:
+    import yaml
+    from kfp import compiler
+
+    from torchx.workflow import load_pipeline
+    from torchx_kfp import pipeline_from_workflow
+
+    out = tmp_path / "equivalence.kfp.yaml"
+    compiler.Compiler().compile(pipeline_from_workflow(load_pipeline(setup["path"], registries=False)), str(out))
+    return yaml.safe_load(out.read_text())
+
+
+@pytest.mark.skipif(importlib.util.find_spec("kfp") is None, reason="kfp is not installed")
+def test_kfp_compiled_ir(setup: dict[str, Any], tmp_path: Path) -> None:
+    """Same tasks, order, parameters and step definitions in the IR."""
+    from torchx.workflow import load_pipeline
+    from torchx_kfp._workflow_run import pipeline_from_json
+
+    ir = _kfp_ir(setup, tmp_path)
+    tasks = ir["root"]["dag"]["tasks"]
+    by_step = {t["taskInfo"]["name"]: (k, t) for k, t in tasks.items()}
+    assert sorted(by_step) == ["first", "second", "third"]
+    key = {step: k for step, (k, _) in by_step.items()}
+    assert by_step["first"][1].get("dependentTasks", []) == []
+    assert by_step["second"][1]["dependentTasks"] == [key["first"]]
+    assert by_step["third"][1]["dependentTasks"] == [key["second"]]
+    assert {
+        k: v["defaultValue"] for k, v in ir["root"]["inputDefinitions"]["parameters"].items()
+    } == {
+        "scheduler": "recording",
+        "word": "hello",
+    }
+    inputs = by_step["second"][1]["inputs"]["parameters"]
+    assert inputs["step"]["runtimeValue"]["constant"] == "second"
+    carried = pipeline_from_json(inputs["pipeline"]["runtimeValue"]["constant"])
+    original = load_pipeline(setup["path"], registries=False)
+    for step in ("first", "second", "third"):
+        mine, theirs = carried.effective(step), original.effective(step)
+        for field in ("resource", "env", "max_retries", "retry_policy", "scheduler", "args"):
+            assert getattr(mine, field) == getattr(theirs, field), (step, field)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("kfp") is None, reason="kfp is not installed")
+def test_kfp_local_run(setup: dict[str, Any], tmp_path: Path) -> None:
+    code = textwrap.dedent(f"""\
+        import json
+        from kfp import local
+        from torchx.workflow import load_pipeline
+        from torchx_kfp import pipeline_from_workflow
+
+        local.init(runner=local.SubprocessRunner(use_venv=False),
+                   pipeline_root={str(tmp_path / "kfp_root")!r})
+        pipeline_from_workflow(load_pipeline({str(setup["path"])!r}), mode="launcher")()
+    """)
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=setup["env"],
+        timeout=280,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    records = _records(setup["record"])
+    handles = [f"recording://torchx/{r['app_id']}" for r in records]
+    assert len(handles) == 3
+    for handle in handles:
+        assert f"TorchX app {handle} SUCCEEDED" in proc.stdout + proc.stderr
+    _check(setup, handles)
