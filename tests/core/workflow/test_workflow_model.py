@@ -58,6 +58,9 @@ def test_python_pipeline_same_model() -> None:
 def test_params_are_typed_and_checked() -> None:
     p = load_pipeline(REPO / "examples" / "pipeline.yaml")
     assert resolve_params(p, {"steps": "7"})["steps"] == 7
+    assert resolve_params(p, {"steps": 7.0})["steps"] == 7
+    with pytest.raises(ValueError, match="must be integer, got `7.5`"):
+        resolve_params(p, {"steps": 7.5})
     with pytest.raises(ValueError, match="must be >= 1"):
         resolve_params(p, {"steps": "0"})
     with pytest.raises(ValueError, match="unknown parameter `stpes` \\(did you mean `steps`"):
