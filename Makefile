@@ -19,12 +19,12 @@ $(PY):
 # compileall: editable sources get bytecode even where PYTHONDONTWRITEBYTECODE is set (as on
 # these machines), so every `torchx` and supervisor start does not recompile the package.
 $(STAMP_RUN): pyproject.toml | $(PY)
-	$(PY) -m pip install --quiet -e '.[examples,airflow]'
+	$(PY) -m pip install --quiet -e '.[examples,airflow,kfp,docker,workflow]'
 	$(PY) -m compileall -q core adapters
 	touch $@
 
 $(STAMP_DEV): pyproject.toml | $(PY)
-	$(PY) -m pip install --quiet -e '.[dev,examples,mlflow,airflow]'
+	$(PY) -m pip install --quiet -e '.[dev,examples,mlflow,airflow,kfp,docker,kubernetes,workflow]'
 	$(PY) -m compileall -q core adapters
 	touch $@ $(STAMP_RUN)
 

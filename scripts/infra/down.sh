@@ -6,5 +6,6 @@ here=$(cd "$(dirname "$0")" && pwd)
 started=$RUN/started
 [ -f "$started" ] || exit 0
 grep -qx k8s "$started" && "$here/k8s-cluster.sh" stop
+grep -qx registry "$started" && "$here/registry.sh" stop
 grep -qx docker "$started" && "$here/docker-engine.sh" stop
 rm -f "$started"

@@ -39,7 +39,13 @@ __all__ = [
     "load_group",
     "main",
     "run_main",
+    "sub_parser_description",
 ]
+
+sub_parser_description = """Use the following commands to run operations, e.g.:
+torchx run ${JOB_NAME}
+"""
+"""Description of the sub-command group in ``torchx --help``."""
 
 CMDS_GROUP = "torchx.cli.cmds"
 
@@ -151,7 +157,7 @@ def create_parser(subcmds: Mapping[str, SubCommand]) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"torchx-{__version__}")
     subparsers = parser.add_subparsers(
         title="sub-commands",
-        description="Use the following commands to run operations, e.g.: torchx run ${JOB_NAME}",
+        description=sub_parser_description,
         action=LazySubParsersAction,
         metavar="{" + ",".join(subcmds) + "}",
     )

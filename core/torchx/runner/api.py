@@ -21,6 +21,7 @@ from torchx.runner._trackers import get_configured_trackers, record_parent_link
 from torchx.runner.events import log_event
 from torchx.runner.launch import LaunchRequest, build_app
 from torchx.schedulers import SchedulerFactory, get_scheduler_factories
+from torchx.specs.api import NONE as NONE  # TorchX exports it from here
 from torchx.specs.api import AppDef, AppDryRunInfo, AppHandle, CfgVal, Workspace, parse_app_handle
 from torchx.specs.torchxconfig import TorchXConfig, merge_defaults
 

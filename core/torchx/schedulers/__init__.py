@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_SCHEDULER_MODULES",
+    "Scheduler",
     "SchedulerFactory",
     "get_default_scheduler_name",
     "get_scheduler_factories",
@@ -38,24 +39,30 @@ __all__ = [
 
 
 class _Builtin:
-    """A builtin scheduler: its module and the install hint for its missing extra."""
+    """A builtin scheduler: its module, its extra's install hint and the package it provides.
 
-    __slots__ = ("module", "err")
+    A builtin whose ``requires`` package is missing stays listed but is never the default.
+    """
 
-    def __init__(self, module: str, err: Optional[str] = None) -> None:
+    __slots__ = ("module", "err", "requires")
+
+    def __init__(self, module: str, err: Optional[str] = None, requires: str = "") -> None:
         self.module = module
         self.err = err  # install hint when the module's third-party import fails
+        self.requires = requires
 
 
 _BUILTINS: Mapping[str, _Builtin] = MappingProxyType(
     {
         "local_docker": _Builtin(
-            "torchx.schedulers.docker_scheduler", "pip install 'torchx-flow[docker]'"
+            "torchx.schedulers.docker_scheduler", "pip install 'torchx-flow[docker]'", "docker"
         ),
         "local_cwd": _Builtin("torchx.schedulers.local_scheduler"),
         "slurm": _Builtin("torchx.schedulers.slurm_scheduler"),
         "kubernetes": _Builtin(
-            "torchx.schedulers.kubernetes_scheduler", "pip install 'torchx-flow[kubernetes]'"
+            "torchx.schedulers.kubernetes_scheduler",
+            "pip install 'torchx-flow[kubernetes]'",
+            "kubernetes",
         ),
     }
 )
@@ -77,6 +84,10 @@ class _LazyFactory:
         module = _import_builtin(self._name, self._builtin)
         scheduler: Scheduler[Any] = module.create_scheduler(session_name, **kwargs)
         return scheduler
+
+    def usable(self) -> bool:
+        """Whether the package the scheduler's extra provides is installed (no import)."""
+        return not self._builtin.requires or _module_available(self._builtin.requires)
 
     def __repr__(self) -> str:
         return f"<lazy scheduler factory {self._builtin.module}:create_scheduler>"
@@ -100,7 +111,10 @@ def _module_available(module: str) -> bool:
     try:
         import importlib.util
 
-        return importlib.util.find_spec(module) is not None
+        from torchx._pending import is_pending
+
+        spec = importlib.util.find_spec(module)
+        return spec is not None and not is_pending(spec)  # pending: not in torchx-flow yet
     except ModuleNotFoundError:
         return False
 
@@ -136,12 +150,20 @@ def get_scheduler_factories(*, skip_defaults: bool = False) -> dict[str, Schedul
 
 
 def get_default_scheduler_name() -> str:
-    """Returns the name of the first registered scheduler (the CLI's default).
+    """Returns the name of the first usable registered scheduler (the CLI's default).
+
+    A builtin whose extra is not installed (``local_docker`` without the ``docker`` package)
+    stays registered, so ``-s local_docker`` names the extra to install, but it is skipped here:
+    a plain ``torchx run`` then uses the next one (``local_cwd``).
 
     Raises:
         RuntimeError: if no scheduler is registered at all.
     """
-    for name in get_scheduler_factories():
+    factories = get_scheduler_factories()
+    for name, factory in factories.items():
+        if not isinstance(factory, _LazyFactory) or factory.usable():
+            return name
+    for name in factories:
         return name
     raise RuntimeError(
         "no schedulers are registered; reinstall torchx-flow or install a scheduler plugin"
@@ -161,4 +183,9 @@ def __getattr__(name: str) -> Any:
 
         globals()["SchedulerFactory"] = SchedulerFactory
         return SchedulerFactory
+    if name == "Scheduler":
+        from torchx.schedulers.api import Scheduler
+
+        globals()["Scheduler"] = Scheduler
+        return Scheduler
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from torchx.specs.api import Workspace
 
 __all__ = [
+    "DAYS_IN_2_WEEKS",
     "DescribeAppResponse",
     "ListAppResponse",
     "Scheduler",
@@ -43,6 +44,9 @@ __all__ = [
 logger: logging.Logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+DAYS_IN_2_WEEKS = 14
+"""How far back schedulers that list apps by time look by default (two weeks)."""
 
 
 class Scheduler(abc.ABC, Generic[T]):

@@ -24,6 +24,16 @@ from pathlib import Path
 from pprint import pformat
 from typing import Any, Optional, Union
 
+from torchx.schedulers._local._compat import (
+    COMBINED_LOG,
+    STDERR_LOG,
+    STDOUT_LOG,
+    AppId,
+    AppName,
+    LogIterator,
+    PopenProtocol,
+    RoleName,
+)
 from torchx.schedulers._local._images import (
     CWDImageProvider,
     ImageProvider,
@@ -51,6 +61,7 @@ from torchx.schedulers.api import (
 )
 from torchx.schedulers.ids import make_unique
 from torchx.specs.api import (
+    NA,
     TORCHX_HOME,
     AppDef,
     AppDryRunInfo,
@@ -61,7 +72,16 @@ from torchx.specs.api import (
 )
 
 __all__ = [
+    "COMBINED_LOG",
     "ENV_CUDA_VISIBLE_DEVICES",
+    "NA",
+    "STDERR_LOG",
+    "STDOUT_LOG",
+    "AppId",
+    "AppName",
+    "LogIterator",
+    "PopenProtocol",
+    "RoleName",
     "CWDImageProvider",
     "ImageProvider",
     "LocalDirectoryImageProvider",

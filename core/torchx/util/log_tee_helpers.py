@@ -180,6 +180,42 @@ class LogTee:
                 self._on_error(role, k, e)
 
 
+def _print_log_lines(
+    dst: TextIO,
+    runner: Runner,
+    app_handle: AppHandle,
+    role_name: str,
+    replica_id: int,
+    regex: Optional[str],
+    should_tail: bool,
+    exceptions: list[BaseException],
+    streams: Optional[Stream],
+    colorize: bool = False,
+) -> None:
+    """Copies one replica's log lines to ``dst`` in this thread (TorchX's ``print_log_lines``).
+
+    A failure to read the logs is appended to ``exceptions`` instead of being raised.
+    """
+    prefix = f"{_GREEN}{{role}}/{{replica}}{_ENDC} " if colorize else "{role}/{replica} "
+
+    def write(text: str) -> None:
+        dst.write(text)
+        dst.flush()
+
+    tee = LogTee(
+        runner,
+        app_handle,
+        write,
+        replicas=[(role_name, replica_id)],
+        prefix=prefix,
+        regex=regex,
+        streams=streams,
+        keep_newlines=True,
+    )
+    tee._copy_one(role_name, replica_id, should_tail, None)
+    exceptions.extend(tee.errors)
+
+
 def _start_threads_to_monitor_role_replicas(
     dst: TextIO,
     app_handle: AppHandle,

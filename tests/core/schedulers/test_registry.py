@@ -15,6 +15,7 @@ from _support import write_dist
 
 import torchx.schedulers as schedulers
 from torchx import plugins
+from torchx._pending import is_pending
 from torchx.schedulers import (
     DEFAULT_SCHEDULER_MODULES,
     _Builtin,
@@ -43,6 +44,7 @@ def _installed_builtins() -> list[str]:
         name
         for name, module in DEFAULT_SCHEDULER_MODULES.items()
         if importlib.util.find_spec(module) is not None
+        and not is_pending(importlib.util.find_spec(module))
     ]
 
 

@@ -29,6 +29,7 @@ from torchx.schedulers._local._protocol import (
     read_json,
     write_json_atomic,
 )
+from torchx.schedulers._local._reasons import exit_reason, start_error, stopped_reason
 from torchx.schedulers._local._replica import Replica
 
 TYPE_CHECKING = False  # stdlib-only and fast to start: typing is imported for checkers only
@@ -75,6 +76,7 @@ class Supervisor:
         self.sel = selectors.DefaultSelector()
         self.control = control
         self.launcher_fd = launcher_fd
+        self.reasons: dict[tuple[str, int], tuple[str, float]] = {}  # why a replica ended
         self.clients: dict[socket.socket, bytes] = {}
         self.waiters: dict[socket.socket, str] = {}
         self._pid = os.getpid()
@@ -126,7 +128,9 @@ class Supervisor:
         error = replica.spawn(self.sel)
         if error is not None:
             replica.state, replica.exit_code = "FAILED", 127
-            self._on_failure(replica, f"could not start: {error}")
+            reason = start_error(replica.spec, error)
+            self.reasons[(replica.role, replica.idx)] = (reason, time.time())
+            self._on_failure(replica, f"could not start: {reason}")
 
     def _reap(self) -> None:
         by_pid = {r.pid: r for r in self.replicas if r.pid is not None}
@@ -149,10 +153,15 @@ class Supervisor:
             replica.state = "SUCCEEDED"
         elif replica.stopping:
             replica.state = "CANCELLED"
+            self._record(replica, stopped_reason(code, self.msg))
         else:
             replica.state = "FAILED"
+            self._record(replica, exit_reason(code))
             self._on_failure(replica, f"exited with code {code}")
         self._write_state()
+
+    def _record(self, replica: Replica, reason: str) -> None:
+        self.reasons[(replica.role, replica.idx)] = (reason, time.time())
 
     def _on_failure(self, replica: Replica, reason: str) -> None:
         if self.phase != "running":
@@ -210,6 +219,7 @@ class Supervisor:
             replica.close()
             if replica.state in ("PENDING", "RUNNING"):
                 replica.state = "CANCELLED"
+                self._record(replica, stopped_reason(None, self.msg))
         self.state = self.final_state
         self._write_state(final=True)
         self._write_summary()
@@ -321,10 +331,17 @@ class Supervisor:
                 "pid": r.proc.pid if r.proc is not None else None,
                 "exit_code": r.exit_code,
                 "restarts": r.restarts,
+                **self._reason_fields(r),
             }
             for r in self.replicas
             if r.role == role
         ]
+
+    def _reason_fields(self, replica: Replica) -> dict[str, Any]:
+        if replica.state not in ("FAILED", "CANCELLED"):
+            return {}
+        reason, at = self.reasons.get((replica.role, replica.idx), ("", 0.0))
+        return {"reason": reason, "ended_at": at} if reason else {}
 
     def _write_summary(self) -> None:
         log_dir = Path(self.request.get("log_dir") or self.app_dir)
