@@ -213,7 +213,9 @@ def _kfp_ir(setup: dict[str, Any], tmp_path: Path) -> dict[str, Any]:
     from torchx_kfp import pipeline_from_workflow
 
     out = tmp_path / "equivalence.kfp.yaml"
-    compiler.Compiler().compile(pipeline_from_workflow(load_pipeline(setup["path"], registries=False)), str(out))
+    compiler.Compiler().compile(
+        pipeline_from_workflow(load_pipeline(setup["path"], registries=False)), str(out)
+    )
     return yaml.safe_load(out.read_text())
 
 
