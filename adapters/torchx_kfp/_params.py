@@ -103,21 +103,6 @@ def _swap(app: AppDef, old: str, new: str) -> AppDef:
     return app
 
 
-_SHELLS = ("sh", "bash", "dash", "zsh", "ksh")
-
-
-def _in_shell_code(app: AppDef, token: str) -> bool:
-    """Whether ``token`` lands in a ``sh -c`` script, where a runtime value would be code."""
-    for role in app.roles:
-        if role.entrypoint.rsplit("/", 1)[-1] not in _SHELLS:
-            continue
-        args = role.args
-        for k, arg in enumerate(args[:-1]):
-            if arg == "-c" and token in args[k + 1]:
-                return True
-    return False
-
-
 def _flows_verbatim(
     fn: Callable[..., Any], name: str, probes: dict[str, str], bound: Sequence[str], kind: str
 ) -> bool:
@@ -129,7 +114,7 @@ def _flows_verbatim(
     except Exception:  # the component rejects a probe: the value shapes the app
         return False
     uses = any(token in a for r in first.roles for a in [*r.args, *r.env.values()])
-    if not uses or _swap(second, other, token) != first or _in_shell_code(first, token):
+    if not uses or _swap(second, other, token) != first:
         return False
     return token not in repr(_swap(first, token, ""))
 

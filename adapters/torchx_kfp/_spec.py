@@ -75,6 +75,23 @@ def _split_env(
     return static, exports
 
 
+def _args(role: Role, inputs: Sequence[ComponentInput]) -> tuple[list[Element], list[Element]]:
+    from torchx_kfp._shell import input_var, rewrite_shell_script, shell_script_indices
+
+    scripts = shell_script_indices(role)
+    args: list[Element] = []
+    exports: dict[str, Element] = {}
+    for k, arg in enumerate(role.args):
+        if k in scripts:
+            arg, used = rewrite_shell_script(str(arg), inputs)
+            for inp in used:
+                exports[inp.name] = {
+                    "concat": [f"{input_var(inp.name)}=", {"inputValue": inp.name}]
+                }
+        args.append(to_placeholders(str(arg), inputs))
+    return args, list(exports.values())
+
+
 def component_yaml(
     app: AppDef,
     role: Role,
@@ -92,6 +109,7 @@ def component_yaml(
         description: the component description.
     """
     static_env, exports = _split_env(role, app, inputs, env_inputs)
+    args, shell_exports = _args(role, inputs)
     container: dict[str, Any] = {
         "image": role.image,
         "command": [
@@ -101,10 +119,11 @@ def component_yaml(
             "torchx-kfp",
             *({"outputPath": name} for name in OUTPUTS),
             *exports,
+            *shell_exports,
             "--",
             role.entrypoint,
         ],
-        "args": [to_placeholders(str(a), inputs) for a in role.args],
+        "args": args,
     }
     if static_env:
         container["env"] = static_env

@@ -45,8 +45,10 @@ class TorchXComponent(YamlComponent):
 
     Attributes:
         app: the AppDef the component runs (input values appear as probe tokens).
-        inputs: the KFP inputs made from component parameters.
+        inputs: the KFP inputs made from component parameters and argument channels.
         settings: the per-task settings.
+        channels: ``{input: pipeline channel}`` found in ``component_args``; passed to every
+            task this component creates.
     """
 
     def __init__(
@@ -55,6 +57,7 @@ class TorchXComponent(YamlComponent):
         app: AppDef,
         inputs: Sequence[ComponentInput],
         settings: TaskSettings,
+        channels: Optional[Mapping[str, PipelineChannel]] = None,
     ) -> None:
         from kfp.dsl import structures
 
@@ -62,21 +65,53 @@ class TorchXComponent(YamlComponent):
         self.app = app
         self.inputs = list(inputs)
         self.settings = settings
+        self.channels = dict(channels or {})
 
     def __call__(self, *args: Any, **kwargs: Any) -> PipelineTask:
         """Creates the task (keyword arguments are the inputs) and applies the settings."""
+        for name, channel in self.channels.items():
+            kwargs.setdefault(name, channel)
         task = super().__call__(*args, **kwargs)
         if pipeline_context.Pipeline.get_default_pipeline() is not None:
             self.settings.apply(task)
         return task
 
 
+def _channel_args(
+    args: Sequence[Any],
+) -> tuple[list[str], list[ComponentInput], dict[str, PipelineChannel]]:
+    """Replaces pipeline channels (or f-strings of them) in ``args`` by probe tokens."""
+    import re
+
+    from kfp.dsl.pipeline_channel import extract_pipeline_channels_from_any
+
+    from torchx_kfp._params import ComponentInput, probe_token
+
+    out, found, channels = [], [], {}
+    for arg in args:
+        text = str(arg)
+        for channel in extract_pipeline_channels_from_any(text):
+            raw = f"{channel.task_name}_{channel.name}" if channel.task_name else channel.name
+            name = re.sub(r"\W", "_", raw)
+            if name not in channels:
+                kind = str(channel.channel_type)
+                channels[name] = channel
+                found.append(ComponentInput(name, kind, None, probe_token(name, "String")))
+            text = text.replace(channel.pattern, probe_token(name, "String"))
+        out.append(text)
+    return out, found, channels
+
+
 def resolve_app(
     app: AppOrComponent,
-    component_args: Optional[Sequence[str]],
+    component_args: Optional[Sequence[Any]],
     inputs: Optional[Sequence[str]],
-) -> tuple[AppDef, list[ComponentInput]]:
-    """Returns a private AppDef and the inputs made from the component's typed parameters."""
+) -> tuple[AppDef, list[ComponentInput], dict[str, PipelineChannel]]:
+    """Returns a private AppDef, its inputs and the channels found in ``component_args``.
+
+    Inputs come from the component's typed parameters and from pipeline channels (or
+    f-strings of them) inside ``component_args``.
+    """
     from torchx.specs.api import AppDef
     from torchx_kfp._params import component_with_inputs
 
@@ -86,7 +121,7 @@ def resolve_app(
                 f"app `{app.name}` is an AppDef: component_args and inputs need a component"
                 " (a name such as 'utils.echo', 'file.py:fn', or a component function)"
             )
-        return copy.deepcopy(app), []
+        return copy.deepcopy(app), [], {}
     if isinstance(app, str):
         from torchx.specs.finder import get_component
 
@@ -95,7 +130,23 @@ def resolve_app(
         fn = app
     else:
         raise TypeError(f"expected an AppDef, a component name or function, got {app!r}")
-    return component_with_inputs(fn, [str(a) for a in component_args or []], inputs)
+    bound, arg_inputs, channels = _channel_args(component_args or [])
+    resolved, found = component_with_inputs(fn, bound, inputs)
+    _check_tokens(resolved, arg_inputs)
+    return resolved, [*found, *arg_inputs], channels
+
+
+def _check_tokens(app: AppDef, inputs: Sequence[ComponentInput]) -> None:
+    """Channel tokens may reach args and env only (not the image, resources, names...)."""
+    for inp in inputs:
+        rest = copy.deepcopy(app)
+        for role in rest.roles:
+            role.args, role.env = [], {}
+        if inp.token in repr(rest):
+            raise ValueError(
+                f"pipeline channel `{inp.name}` in component_args reaches a field other than the"
+                " role's args or env; pass a constant for it"
+            )
 
 
 def _override(
@@ -114,7 +165,7 @@ def _override(
 
 def component_from_app(
     app: AppOrComponent,
-    component_args: Optional[Sequence[str]] = None,
+    component_args: Optional[Sequence[Any]] = None,
     *,
     inputs: Optional[Sequence[str]] = None,
     image: Optional[str] = None,
@@ -140,7 +191,8 @@ def component_from_app(
 
     Args:
         app: an AppDef, a component name (``utils.echo``, ``file.py:fn``) or a function.
-        component_args: the component's CLI-style arguments fixed at compile time.
+        component_args: the component's CLI-style arguments; an element may be (or be an
+            f-string of) a pipeline channel, which becomes an input of the component.
         inputs: component parameters to expose as KFP inputs (None: every parameter whose
             value flows verbatim into args or env and is not in ``component_args``).
         image: replaces the role's image.
@@ -164,7 +216,7 @@ def component_from_app(
     from torchx_kfp._spec import component_yaml, yaml_text
     from torchx_kfp._task import task_settings
 
-    resolved, found = resolve_app(app, component_args, inputs)
+    resolved, found, channels = resolve_app(app, component_args, inputs)
     _override(resolved, image, resource, max_retries)
     role = substitute_macros(resolved, check_single_task(resolved))
     for key, value in (env or {}).items():
@@ -180,7 +232,7 @@ def component_from_app(
         secrets=secrets,
         shm=shm,
     )
-    return TorchXComponent(yaml_text(spec), resolved, found, settings)
+    return TorchXComponent(yaml_text(spec), resolved, found, settings, channels)
 
 
 _OPTIONS = (

@@ -203,13 +203,57 @@ def test_file_component_and_function(tmp_path: Path) -> None:
     assert [i.name for i in fixed.inputs] == ["times"]
 
 
-def test_value_inside_shell_code_is_never_an_input() -> None:
+def test_value_inside_shell_code_reaches_the_shell_as_a_variable(tmp_path: Path) -> None:
+    def shell(word: str = "x", other: str = "y") -> specs.AppDef:
+        import shlex
+
+        script = f"echo {shlex.quote(word)} 'a {other}' \"{word}\""
+        return specs.AppDef(
+            name="s",
+            roles=[specs.Role(name="s", image="i", entrypoint="sh", args=["-c", script])],
+        )
+
+    import yaml
+
+    comp = component_from_app(shell)
+    assert [i.name for i in comp.inputs] == ["word", "other"]
+    container = yaml.safe_load(comp.component_yaml)["implementation"]["container"]
+    assert container["args"][1] == (
+        "echo \"${TORCHX_KFP_INPUT_WORD}\" 'a '\"${TORCHX_KFP_INPUT_OTHER}\"''"
+        ' "${TORCHX_KFP_INPUT_WORD}"'
+    )
+    assert {"concat": ["TORCHX_KFP_INPUT_WORD=", {"inputValue": "word"}]} in container["command"]
+
+
+@pytest.mark.docker
+def test_shell_input_with_quotes_runs_literally(tmp_path: Path) -> None:
+    """A hostile input value is printed, not executed (real sh in a container)."""
+    from kfp import local
+
     def shell(word: str = "x") -> specs.AppDef:
         return specs.AppDef(
             name="s",
-            roles=[specs.Role(name="s", image="i", entrypoint="sh", args=["-c", f"echo {word}"])],
+            roles=[
+                specs.Role(
+                    name="s",
+                    image="torchx-flow/busybox:latest",
+                    entrypoint="sh",
+                    args=["-c", f"echo got {word} > {tmp_path}/out.txt"],
+                )
+            ],
         )
 
-    assert component_from_app(shell).inputs == []
-    with pytest.raises(ValueError, match="cannot be a KFP input"):
-        component_from_app(shell, inputs=["word"])
+    @dsl.pipeline
+    def p(word: str) -> None:
+        container_from_app(shell, word=word)
+
+    from torchx_kfp.local import venv_docker_runner
+
+    local.init(
+        runner=venv_docker_runner(read_write=[str(tmp_path)]),
+        pipeline_root=str(tmp_path / "root"),
+    )
+    hostile = f"$(touch {tmp_path}/pwned); `touch {tmp_path}/pwned2` ' \" ;touch {tmp_path}/p3"
+    p(word=hostile)
+    assert (tmp_path / "out.txt").read_text() == f"got {hostile}\n"
+    assert not list(tmp_path.glob("pwned*")) and not (tmp_path / "p3").exists()
