@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from kfp.dsl.pipeline_task import PipelineTask
 
     from torchx.workflow import Pipeline
+    from torchx.workflow._template import Ref
 
 __all__ = ["pipeline_from_workflow"]
 
@@ -57,36 +58,112 @@ def _needed(pipeline: Pipeline, name: str, deps: Mapping[str, list[str]]) -> lis
     return needed
 
 
-def _is_static(pipeline: Pipeline, name: str) -> bool:
-    from torchx.workflow._graph import step_refs
+def _output(task: PipelineTask, field: str) -> Any:
+    """A step field from a task: container tasks have no ``app_handle`` (their run id is it)."""
+    if field == "app_handle" and field not in task.outputs:
+        field = "tracker_run_id"
+    return task.outputs[field]
 
-    return all(ref.kind == "pipeline" for _, ref in step_refs(pipeline.steps[name]))
+
+def _channel_resolver(
+    pipeline: Pipeline, values: Mapping[str, Any], tasks: Mapping[str, PipelineTask], name: str
+) -> Callable[[Ref], str]:
+    """Resolves references to f-string forms of pipeline channels (parameters, task outputs)."""
+    from torchx.workflow._build import Resolver
+    from torchx.workflow._template import render
+
+    static = Resolver(pipeline, pipeline.param_defaults())
+
+    def resolve(ref: Ref) -> str:
+        if ref.kind == "params":
+            return str(values[ref.name])
+        if ref.kind == "pipeline":
+            return static(ref)
+        if ref.field == "state":
+            return "SUCCEEDED"
+        if ref.field.startswith("outputs."):
+            declared = pipeline.steps[ref.name].outputs[ref.field.partition(".")[2]]
+            return render(declared, _channel_resolver(pipeline, values, tasks, ref.name))
+        return str(_output(tasks[ref.name], ref.field))
+
+    return resolve
+
+
+def _single_task(pipeline: Pipeline, name: str) -> bool:
+    """Whether one KFP container task can run the step (the KFP adapter's rules)."""
+    from torchx.workflow._build import Resolver, build_step
+    from torchx.workflow._graph import strings_of
+    from torchx.workflow._template import find_refs
+    from torchx_kfp._checks import check_single_task
+
+    step = pipeline.effective(name)
+    for field in ("resource", "image", "cfg"):
+        if any(find_refs(text) for _, text in strings_of(getattr(step, field))):
+            return False  # a task's resources and image are fixed when the pipeline compiles
+    resolve = Resolver(pipeline, pipeline.param_defaults(), placeholder=True)
+    try:
+        check_single_task(build_step(pipeline, name, resolve, {}).app)  # type: ignore[arg-type]
+    except ValueError:
+        return False
+    return True
 
 
 def _container_task(
-    pipeline: Pipeline, name: str, tasks: Mapping[str, PipelineTask], deps: Sequence[str]
-) -> Optional[PipelineTask]:
-    """A container task for a static, single-task step (None when the step needs a launcher).
+    pipeline: Pipeline,
+    name: str,
+    values: Mapping[str, Any],
+    tasks: Mapping[str, PipelineTask],
+    deps: Sequence[str],
+) -> PipelineTask:
+    """The step as one KFP container task (``torchx_kfp.container_from_app``).
 
-    Its tracker parent is the parent step's ``tracker_run_id``; other dependencies order it.
+    Arguments and env may hold parameters and upstream outputs (as pipeline channels); the
+    tracker parent is the parent step's ``tracker_run_id``; other dependencies order it.
     """
-    from torchx.workflow._build import Resolver, build_step
     from torchx.workflow._plan import parent_of
-    from torchx_kfp.component import component_from_app
+    from torchx.workflow._template import render
+    from torchx_kfp.component import container_from_app
 
-    if not _is_static(pipeline, name):
-        return None
-    request = build_step(pipeline, name, Resolver(pipeline, pipeline.param_defaults()), {})
-    try:
-        component = component_from_app(request.app)  # type: ignore[arg-type]
-    except ValueError:
-        return None
+    step = pipeline.effective(name)
+    resolve = _channel_resolver(pipeline, values, tasks, name)
+    args = [render(str(a), resolve) for a in step.args] if isinstance(step.args, list) else []
+    if isinstance(step.args, Mapping):
+        args = [p for k, v in step.args.items() for p in (f"--{k}", render(str(v), resolve))]
+    kwargs: dict[str, Any] = {
+        "image": step.image,
+        "resource": step.resource,
+        "max_retries": step.max_retries,
+        "env": {k: render(v, resolve) for k, v in step.env.items()},
+        "display_name": name,
+    }
     parent = parent_of(pipeline, name)
-    kwargs = {"parent_run_id": tasks[parent].outputs["tracker_run_id"]} if parent else {}
-    task = component(**kwargs)
-    others = [tasks[d] for d in deps if d != parent]
+    if parent:
+        kwargs["parent_run_id"] = tasks[parent].outputs["tracker_run_id"]
+    app: Any = step.app if step.app is not None else step.component
+    task = container_from_app(app, args if step.component else None, **kwargs)
+    referenced = set(_needed(pipeline, name, {name: []}))  # data dependencies already order it
+    others = [tasks[d] for d in deps if d != parent and d not in referenced]
     if others:
         task.after(*others)
+    return task
+
+
+def _launcher_task(
+    component: Any,
+    pipeline: Pipeline,
+    name: str,
+    data: str,
+    values: Mapping[str, Any],
+    tasks: Mapping[str, PipelineTask],
+    deps: Mapping[str, list[str]],
+    env: Mapping[str, str],
+) -> PipelineTask:
+    upstream = {
+        f"{up}.{f}": _output(tasks[up], f) for up in _needed(pipeline, name, deps) for f in _FIELDS
+    }
+    task = component(
+        pipeline=data, step=name, params=dict(values), upstream=upstream, env=dict(env)
+    )
     task.set_display_name(name)
     return task
 
@@ -152,29 +229,19 @@ def pipeline_from_workflow(
         values = {**dict(zip(names, args, strict=False)), **kwargs}
         tasks: dict[str, PipelineTask] = {}
         for name in order(pipeline):
-            task = (
-                _container_task(pipeline, name, tasks, deps[name]) if mode != "launcher" else None
-            )
-            if task is None and mode == "container":
+            single = mode != "launcher" and _single_task(pipeline, name)
+            if mode == "container" and not single:
                 raise ValueError(
-                    f"step `{name}` cannot be one KFP container task (it references"
-                    " parameters or upstream steps, or its app needs a launcher);"
+                    f"step `{name}` cannot be one KFP container task (its app needs several"
+                    " tasks, or its resource or image references a parameter or a step);"
                     " use mode='auto' or 'launcher'"
                 )
-            if task is None:
-                upstream = {
-                    f"{up}.{f}": tasks[up].outputs[f]
-                    for up in _needed(pipeline, name, deps)
-                    for f in _FIELDS
-                }
-                task = component(
-                    pipeline=data,
-                    step=name,
-                    params=dict(values),
-                    upstream=upstream,
-                    env=dict(env or {}),
+            if single:
+                task = _container_task(pipeline, name, values, tasks, deps[name])
+            else:
+                task = _launcher_task(
+                    component, pipeline, name, data, values, tasks, deps, env or {}
                 )
-                task.set_display_name(name)
             task.set_caching_options(False)
             tasks[name] = task
 

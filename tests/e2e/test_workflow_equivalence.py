@@ -216,12 +216,28 @@ def _kfp_ir(setup: dict[str, Any], tmp_path: Path) -> dict[str, Any]:
     compiler.Compiler().compile(
         pipeline_from_workflow(load_pipeline(setup["path"], registries=False)), str(out)
     )
-    return yaml.safe_load(out.read_text())
+    return next(yaml.safe_load_all(out.read_text()))
+
+
+def _container_facts(ir: dict[str, Any], task: dict[str, Any]) -> dict[str, Any]:
+    """Resources, env and retries of a container task, as the compiled IR states them."""
+    name = task["componentRef"]["name"].removeprefix("comp-")
+    container = ir["deploymentSpec"]["executors"][f"exec-{name}"]["container"]
+    res = container["resources"]
+    return {
+        "cpu": int(res["cpuLimit"]),
+        "memMB": int(res["resourceMemoryLimit"].removesuffix("M")),
+        "max_retries": task.get("retryPolicy", {}).get("maxRetryCount", 0),
+        "env": {
+            e["name"]: e["value"] for e in container.get("env", []) if e["name"].startswith("EQ_")
+        },
+    }
 
 
 @pytest.mark.skipif(importlib.util.find_spec("kfp") is None, reason="kfp is not installed")
 def test_kfp_compiled_ir(setup: dict[str, Any], tmp_path: Path) -> None:
-    """Same tasks, order, parameters and step definitions in the IR."""
+    """Same tasks, order and parameters; container tasks carry the same resources, env and
+    retries in the IR, launcher tasks the same step definitions."""
     from torchx.workflow import load_pipeline
     from torchx_kfp._workflow_run import pipeline_from_json
 
@@ -233,20 +249,36 @@ def test_kfp_compiled_ir(setup: dict[str, Any], tmp_path: Path) -> None:
     assert by_step["first"][1].get("dependentTasks", []) == []
     assert by_step["second"][1]["dependentTasks"] == [key["first"]]
     assert by_step["third"][1]["dependentTasks"] == [key["second"]]
-    assert {
-        k: v["defaultValue"] for k, v in ir["root"]["inputDefinitions"]["parameters"].items()
-    } == {
+    params = ir["root"]["inputDefinitions"]["parameters"]
+    assert {k: v["defaultValue"] for k, v in params.items()} == {
         "scheduler": "recording",
         "word": "hello",
     }
-    inputs = by_step["second"][1]["inputs"]["parameters"]
-    assert inputs["step"]["runtimeValue"]["constant"] == "second"
-    carried = pipeline_from_json(inputs["pipeline"]["runtimeValue"]["constant"])
     original = load_pipeline(setup["path"], registries=False)
-    for step in ("first", "second", "third"):
-        mine, theirs = carried.effective(step), original.effective(step)
-        for field in ("resource", "env", "max_retries", "retry_policy", "scheduler", "args"):
-            assert getattr(mine, field) == getattr(theirs, field), (step, field)
+    expected = dict(zip(("first", "second", "third"), expected_roles(), strict=True))
+    kinds = {}
+    for step, (_, task) in by_step.items():
+        inputs = task["inputs"]["parameters"]
+        if "pipeline" in inputs:  # a launcher task: it carries the definition
+            kinds[step] = "launcher"
+            carried = pipeline_from_json(inputs["pipeline"]["runtimeValue"]["constant"])
+            assert inputs["step"]["runtimeValue"]["constant"] == step
+            for field in ("resource", "env", "max_retries", "retry_policy", "scheduler", "args"):
+                mine, theirs = carried.effective(step), original.effective(step)
+                assert getattr(mine, field) == getattr(theirs, field), (step, field)
+        else:  # a container task: the IR itself states resources, env and retries
+            kinds[step] = "container"
+            want = expected[step]
+            assert _container_facts(ir, task) == {
+                "cpu": want["cpu"],
+                "memMB": want["memMB"],
+                "max_retries": want["max_retries"],
+                "env": want["env"],
+            }
+            parent = inputs["parent_run_id"]["taskOutputParameter"]
+            assert parent["producerTask"] == task["dependentTasks"][0]
+    # REPLICA retries need the launcher; `third` (APPLICATION) fits one KFP task
+    assert kinds == {"first": "launcher", "second": "launcher", "third": "container"}
 
 
 @pytest.mark.skipif(importlib.util.find_spec("kfp") is None, reason="kfp is not installed")

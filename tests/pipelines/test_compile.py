@@ -58,7 +58,10 @@ def test_training_pipeline_shape(tmp_path: Path) -> None:
     assert set(tasks) == {"prepare-data", "train", "evaluate"}
     assert tasks["train"]["dependentTasks"] == ["prepare-data"]
     assert tasks["train"]["inputs"]["parameters"]["parent_run_id"] == {
-        "taskOutputParameter": {"outputParameterKey": "tracker_run_id", "producerTask": "prepare-data"}
+        "taskOutputParameter": {
+            "outputParameterKey": "tracker_run_id",
+            "producerTask": "prepare-data",
+        }
     }
     train = ir["deploymentSpec"]["executors"]["exec-train"]["container"]
     assert train["resources"]["resourceMemoryLimit"] == "2048M"  # cpu.small

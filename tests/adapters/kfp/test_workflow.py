@@ -37,27 +37,34 @@ def test_example_pipeline_compiles_with_params_and_order(tmp_path: Path) -> None
         name: k for k, t in ir["root"]["dag"]["tasks"].items() for name in [t["taskInfo"]["name"]]
     }
     assert tasks["train"]["dependentTasks"] == [keys["prepare_data"]]
-    # evaluate reads the dataset output of prepare_data and the checkpoint of train
-    assert sorted(tasks["evaluate"]["dependentTasks"]) == sorted(
-        [keys["prepare_data"], keys["train"]]
-    )
+    assert tasks["evaluate"]["dependentTasks"] == [keys["train"]]
+    # prepare_data and evaluate are single tasks: container tasks whose args carry the
+    # pipeline inputs and the train task's app_id; dist.ddp (ports) goes through a launcher
+    assert "torchx-workflow-step" in tasks["train"]["componentRef"]["name"]
     upstream = tasks["train"]["inputs"]["parameters"]["upstream"]["runtimeValue"]["constant"]
     assert upstream["prepare_data.tracker_run_id"].startswith(
         "{{$.inputs.parameters['pipelinechannel--"
     )
+    evaluate = tasks["evaluate"]["inputs"]["parameters"]
+    assert evaluate["parent_run_id"]["taskOutputParameter"]["producerTask"] == keys["train"]
+    assert any(
+        v.get("taskOutputParameter", {}).get("outputParameterKey") == "app_id"
+        for v in evaluate.values()
+    )
     assert all(t["cachingOptions"] == {} for t in tasks.values())  # caching off
 
 
-def test_static_single_task_step_becomes_a_container_task(tmp_path: Path) -> None:
+def test_single_task_steps_are_container_tasks_others_launchers(tmp_path: Path) -> None:
     p = validate_pipeline(
         Pipeline(
             name="mixed",
-            params={"msg": "hi"},
+            params={"msg": "hi", "res": "cpu.small"},
             steps={
                 "static": Step(
                     component="utils.echo", args=["--msg", "fixed"], resource="cpu.small"
                 ),
                 "dynamic": Step(component="utils.echo", args=["--msg", "{{ params.msg }}"]),
+                "sized": Step(component="utils.echo", resource="{{ params.res }}"),
                 "after": Step(
                     component="utils.echo", args=["--msg", "done"], depends_on=["dynamic"]
                 ),
@@ -69,12 +76,16 @@ def test_static_single_task_step_becomes_a_container_task(tmp_path: Path) -> Non
     static = executor(ir, tasks["static"]["componentRef"]["name"].removeprefix("comp-"))
     assert static["command"][-1] == "echo" and static["args"] == ["fixed"]
     assert static["resources"]["cpuLimit"] == 1.0
-    assert "torchx-workflow-step" in tasks["dynamic"]["componentRef"]["name"]
+    # the parameter reaches the container task as an input of its own
+    dynamic = tasks["dynamic"]["inputs"]["parameters"]
+    assert any(v.get("componentInputParameter") == "msg" for v in dynamic.values())
+    # a resource chosen at run time cannot be a container task's: launcher
+    assert "torchx-workflow-step" in tasks["sized"]["componentRef"]["name"]
     parent = tasks["after"]["inputs"]["parameters"]["parent_run_id"]["taskOutputParameter"]
     assert parent["outputParameterKey"] == "tracker_run_id"  # lineage: its parent step's run
     producer = ir["root"]["dag"]["tasks"][parent["producerTask"]]
     assert producer["taskInfo"]["name"] == "dynamic"
-    with pytest.raises(ValueError, match="step `dynamic` cannot be one KFP container task"):
+    with pytest.raises(ValueError, match="step `sized` cannot be one KFP container task"):
         compile_ir(pipeline_from_workflow(p, mode="container"), tmp_path)
     ir, _ = compile_ir(pipeline_from_workflow(p, mode="launcher"), tmp_path)
     assert all("torchx-workflow-step" in t["componentRef"]["name"] for t in _tasks(ir).values())
