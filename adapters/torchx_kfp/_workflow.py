@@ -19,6 +19,7 @@ them (which also orders the tasks), and each step's tracker parent is its parent
 from __future__ import annotations
 
 import inspect
+import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Optional
 
@@ -188,6 +189,7 @@ def pipeline_from_workflow(
     env: Optional[Mapping[str, str]] = None,
     launcher_image: Optional[str] = None,
     packages_to_install: Optional[Sequence[str]] = None,
+    pipeline_dir: Optional[str] = None,
 ) -> Callable[..., Any]:
     """Returns a ``@dsl.pipeline`` function with one task per step of ``pipeline``.
 
@@ -202,6 +204,8 @@ def pipeline_from_workflow(
         env: variables for every launcher task and its app (e.g. tracker configuration).
         launcher_image: the launcher tasks' image (default: the KFP adapter's).
         packages_to_install: pip requirements the launcher tasks install at start.
+        pipeline_dir: where ``{{ pipeline.dir }}`` points inside the tasks (e.g. the directory
+            an image holds the examples in); default: the pipeline file's directory here.
 
     Raises:
         ValueError: an unknown ``mode``, or a step ``mode="container"`` cannot express.
@@ -214,6 +218,9 @@ def pipeline_from_workflow(
 
     if mode not in ("auto", "launcher", "container"):
         raise ValueError(f"unknown mode `{mode}`: use auto, launcher or container")
+    if pipeline_dir is not None:
+        name = os.path.basename(pipeline.source) or "pipeline.yaml"
+        pipeline = pipeline.model_copy(update={"source": os.path.join(pipeline_dir, name)})
     data = pipeline_to_json(pipeline)
     deps = dependencies(pipeline)
     component = dsl.component(
