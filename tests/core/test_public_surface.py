@@ -183,11 +183,6 @@ SURFACE: dict[str, str] = {
         "RESERVED_MILLICPU RETRY_POLICIES TASK_STATE app_to_resource create_scheduler "
         "pod_labels prefix_container_name role_to_pod sanitize_for_serialization"
     ),
-    "torchx.schedulers.docker_scheduler": (
-        "CONTAINER_STATE DockerContainer DockerJob DockerScheduler LABEL_APP_ID "
-        "LABEL_REPLICA_ID LABEL_ROLE_NAME LABEL_VERSION NETWORK Opts create_scheduler "
-        "ensure_network has_docker"
-    ),
 }
 
 PENDING: dict[str, str] = {

@@ -66,6 +66,9 @@ class TorchXOperator(BaseOperator):
         image: an image for every role, or ``{role: image}``; templated.
         resource: a named resource for every role, or ``{role: name}``; templated.
         max_retries: scheduler-side retries of every role (``Role.max_retries``).
+        role_retry_policy: ``APPLICATION``, ``REPLICA`` or ``ROLE`` for every role
+            (``Role.retry_policy``; Airflow's own ``retry_policy`` is a different thing).
+        env: variables set in every role's env (they beat the role's own); templated.
         parent_run_id: the tracker parent run, e.g. an upstream task's ``tracker_run_id``
             XCom; templated.
         torchx_conn_id: the ``torchx`` connection (None: only these arguments).
@@ -85,6 +88,7 @@ class TorchXOperator(BaseOperator):
         "resource",
         "workspace",
         "parent_run_id",
+        "env",
     )
     template_fields_renderers: ClassVar[dict[str, str]] = {
         "component_args": "json",
@@ -104,6 +108,8 @@ class TorchXOperator(BaseOperator):
         image: PerRole = None,
         resource: PerRole = None,
         max_retries: Optional[int] = None,
+        role_retry_policy: Optional[str] = None,
+        env: Optional[Mapping[str, str]] = None,
         parent_run_id: Optional[str] = None,
         torchx_conn_id: Optional[str] = "torchx_default",
         deferrable: Optional[bool] = None,
@@ -132,6 +138,8 @@ class TorchXOperator(BaseOperator):
         self.image = image
         self.resource = resource
         self.max_retries = max_retries
+        self.role_retry_policy = role_retry_policy
+        self.env = dict(env or {})
         self.parent_run_id = parent_run_id
         self.torchx_conn_id = torchx_conn_id
         self.deferrable = default_deferrable() if deferrable is None else deferrable
@@ -234,6 +242,8 @@ class TorchXOperator(BaseOperator):
             image=self.image,
             resource=self.resource,
             max_retries=self.max_retries,
+            retry_policy=self.role_retry_policy,
+            env=self.env,
             parent_run_id=self.parent_run_id,
         )
         info = runner.dryrun_request(request)
