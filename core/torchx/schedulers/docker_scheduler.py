@@ -318,6 +318,10 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, Any]]):
         else:
             self._remove_app(app_id)
 
+    def close(self) -> None:
+        """Closes the engine connection this scheduler opened (apps keep running)."""
+        self._engine.close()
+
     def _delete_existing(self, app_id: str) -> None:
         """Stops the app, then removes its containers, network and marker."""
         infos = self._infos(app_id)
