@@ -66,10 +66,15 @@ class TorchXOperator(BaseOperator):
         image: an image for every role, or ``{role: image}``; templated.
         resource: a named resource for every role, or ``{role: name}``; templated.
         max_retries: scheduler-side retries of every role (``Role.max_retries``).
+        role_retry_policy: ``APPLICATION``, ``REPLICA`` or ``ROLE`` for every role
+            (``Role.retry_policy``; Airflow's own ``retry_policy`` is a different thing).
+        env: variables set in every role's env (they beat the role's own); templated.
         parent_run_id: the tracker parent run, e.g. an upstream task's ``tracker_run_id``
             XCom; templated.
         torchx_conn_id: the ``torchx`` connection (None: only these arguments).
-        deferrable: wait in the triggerer (``TorchXJobTrigger``) instead of the worker.
+        deferrable: wait in the triggerer (``TorchXJobTrigger``) instead of the worker; a
+            ``local_cwd`` app is handed back to the worker when the triggerer runs on
+            another host or container, which could neither follow nor cancel it.
         poll_interval: the longest time between two status checks, in seconds.
         stream_logs: copy replica logs into the task log.
         durable: keep the app handle in the task state store and re-attach on retry.
@@ -85,6 +90,7 @@ class TorchXOperator(BaseOperator):
         "resource",
         "workspace",
         "parent_run_id",
+        "env",
     )
     template_fields_renderers: ClassVar[dict[str, str]] = {
         "component_args": "json",
@@ -104,6 +110,8 @@ class TorchXOperator(BaseOperator):
         image: PerRole = None,
         resource: PerRole = None,
         max_retries: Optional[int] = None,
+        role_retry_policy: Optional[str] = None,
+        env: Optional[Mapping[str, str]] = None,
         parent_run_id: Optional[str] = None,
         torchx_conn_id: Optional[str] = "torchx_default",
         deferrable: Optional[bool] = None,
@@ -132,6 +140,8 @@ class TorchXOperator(BaseOperator):
         self.image = image
         self.resource = resource
         self.max_retries = max_retries
+        self.role_retry_policy = role_retry_policy
+        self.env = dict(env or {})
         self.parent_run_id = parent_run_id
         self.torchx_conn_id = torchx_conn_id
         self.deferrable = default_deferrable() if deferrable is None else deferrable
@@ -168,9 +178,14 @@ class TorchXOperator(BaseOperator):
         self._app_handle = handle
         if event.get("status") == "error":
             raise TorchXAppError(str(event.get("message")), handle)
+        from torchx_airflow._deferral import WAIT_IN_WORKER
         from torchx_airflow.hooks.torchx import TorchXHook
 
         runner = TorchXHook.make_runner(self._resolve_settings())
+        if event.get("status") == WAIT_IN_WORKER:  # the triggerer cannot see this local app
+            self.log.info("%s", event.get("message"))
+            status = self._wait(runner, handle, runner.describe(handle))
+            return self._finish(context, handle, status)
         status = runner.status(handle)
         if self.stream_logs and status is not None:
             self._log_tee(runner, handle, runner.describe(handle), status).copy(_DUMP_LIMIT)
@@ -234,6 +249,8 @@ class TorchXOperator(BaseOperator):
             image=self.image,
             resource=self.resource,
             max_retries=self.max_retries,
+            retry_policy=self.role_retry_policy,
+            env=self.env,
             parent_run_id=self.parent_run_id,
         )
         info = runner.dryrun_request(request)
@@ -243,6 +260,7 @@ class TorchXOperator(BaseOperator):
         return handle, info.app
 
     def _defer(self, handle: str, settings: TorchXSettings) -> None:
+        from torchx_airflow._deferral import host_identity, is_host_local
         from torchx_airflow.triggers.torchx import TorchXJobTrigger
 
         trigger = TorchXJobTrigger(
@@ -250,6 +268,7 @@ class TorchXOperator(BaseOperator):
             torchx_conn_id=self.torchx_conn_id,
             scheduler_params=dict(settings.scheduler_params),
             poll_interval=self.poll_interval,
+            worker_host=host_identity() if is_host_local(handle) else None,
         )
         self.defer(trigger=trigger, method_name="execute_complete")
 
