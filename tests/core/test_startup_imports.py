@@ -86,10 +86,16 @@ def test_events_nobody_listens_to_are_not_serialized(caplog: pytest.LogCaptureFi
     from torchx.runner.events import record
     from torchx.runner.events.api import TorchxEvent
 
-    unserializable = TorchxEvent("s", "k", "run", app_metadata={"bad": object()})
-    record(unserializable, "null")  # only a NullHandler: skipped, so no serialization error
-    assert "failed to serialize" not in caplog.text
+    record(TorchxEvent("s", "k", "status"), "null")  # creates the logger with its NullHandler
     listener = logging.getLogger("torchx-events-null")
+    saved = listener.handlers[:]
+    listener.handlers[:] = [logging.NullHandler()]  # other tests may have left listeners
+    try:
+        unserializable = TorchxEvent("s", "k", "run", app_metadata={"bad": object()})
+        record(unserializable, "null")  # only NullHandlers: skipped, no serialization error
+    finally:
+        listener.handlers[:] = saved
+    assert "failed to serialize" not in caplog.text
     seen: list[str] = []
 
     class Collect(logging.Handler):
