@@ -28,6 +28,8 @@ from torchx.schedulers._local._protocol import (
     REQUEST_FILE,
     STATE_FILE,
     read_json,
+    restore_launcher_env,
+    spawn_env,
     write_json_atomic,
 )
 from torchx.schedulers._local._reasons import exit_reason, start_error, stopped_reason
@@ -66,8 +68,9 @@ class Supervisor:
         self.app_restarts = 0
         libc = ctypes.CDLL(None, use_errno=True)
         self._libc = libc
+        inherited = restore_launcher_env(os.environ)
         self.replicas = [
-            Replica(role["name"], i, spec, None)
+            Replica(role["name"], i, {**spec, "env": spawn_env(spec["env"], inherited)}, None)
             for role in self.roles
             for i, spec in enumerate(role["replicas"])
         ]
