@@ -19,12 +19,12 @@ $(PY):
 # compileall: editable sources get bytecode even where PYTHONDONTWRITEBYTECODE is set (as on
 # these machines), so every `torchx` and supervisor start does not recompile the package.
 $(STAMP_RUN): pyproject.toml | $(PY)
-	$(PY) -m pip install --quiet -e '.[examples,airflow]'
+	$(PY) -m pip install --quiet -e '.[examples,airflow,kfp]'
 	$(PY) -m compileall -q core adapters
 	touch $@
 
 $(STAMP_DEV): pyproject.toml | $(PY)
-	$(PY) -m pip install --quiet -e '.[dev,examples,mlflow,airflow]'
+	$(PY) -m pip install --quiet -e '.[dev,examples,mlflow,airflow,kfp]'
 	$(PY) -m compileall -q core adapters
 	touch $@ $(STAMP_RUN)
 
@@ -34,6 +34,7 @@ venv: $(STAMP_DEV)
 run: $(STAMP_RUN)
 	PATH="$(CURDIR)/$(BIN):$$PATH" scripts/run-main-job.sh
 	PATH="$(CURDIR)/$(BIN):$$PATH" scripts/airflow-dags-test.sh
+	PATH="$(CURDIR)/$(BIN):$$PATH" PYTHON=$(CURDIR)/$(PY) scripts/kfp-local-run.sh
 
 ## make test: ruff + mypy on the packages, then the whole test suite, with the local Docker engine
 ## and Kubernetes cluster up where this machine can start them (scripts/infra; stopped afterwards)
@@ -54,6 +55,7 @@ bench: $(STAMP_DEV)
 	$(PY) -m compileall -q core adapters
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(PY) bench/bench_local.py
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(PY) bench/bench_airflow.py
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(PY) bench/bench_kfp.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache
