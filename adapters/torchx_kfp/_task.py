@@ -65,14 +65,10 @@ class TaskSettings:
     annotations: dict[str, str] = dataclasses.field(default_factory=dict)
 
     def apply(self, task: Any) -> Any:
-        """Applies the settings to a ``PipelineTask`` inside a pipeline and returns it."""
-        if self.cpu:
-            task.set_cpu_request(self.cpu).set_cpu_limit(self.cpu)
-        if self.memory:
-            task.set_memory_request(self.memory).set_memory_limit(self.memory)
-        if self.accelerator_type and self.accelerator_count > 0:
-            task.set_accelerator_type(self.accelerator_type)
-            task.set_accelerator_limit(self.accelerator_count)
+        """Applies the settings to a ``PipelineTask`` inside a pipeline and returns it.
+
+        Resources are not set here: they are part of the component's container spec.
+        """
         if self.retries > 0:
             task.set_retry(num_retries=self.retries)
         task.set_caching_options(self.enable_caching)
