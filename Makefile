@@ -19,12 +19,12 @@ $(PY):
 # compileall: editable sources get bytecode even where PYTHONDONTWRITEBYTECODE is set (as on
 # these machines), so every `torchx` and supervisor start does not recompile the package.
 $(STAMP_RUN): pyproject.toml | $(PY)
-	$(PY) -m pip install --quiet -e '.[examples,airflow,kfp]'
+	$(PY) -m pip install --quiet -e '.[examples,airflow,kfp,docker,workflow]'
 	$(PY) -m compileall -q core adapters
 	touch $@
 
 $(STAMP_DEV): pyproject.toml | $(PY)
-	$(PY) -m pip install --quiet -e '.[dev,examples,mlflow,airflow,kfp]'
+	$(PY) -m pip install --quiet -e '.[dev,examples,mlflow,airflow,kfp,docker,kubernetes,workflow]'
 	$(PY) -m compileall -q core adapters
 	touch $@ $(STAMP_RUN)
 
@@ -55,6 +55,8 @@ bench: $(STAMP_DEV)
 	$(PY) -m compileall -q core adapters
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(PY) bench/bench_local.py
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(PY) bench/bench_airflow.py
+	PATH="$(CURDIR)/$(BIN):$$PATH" scripts/infra/with-infra.sh $(PY) bench/bench_docker.py
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(PY) bench/bench_workflow.py
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(PY) bench/bench_kfp.py
 
 clean:

@@ -60,6 +60,30 @@ def docker_host() -> tuple[str | None, str]:
     return None, f"no Docker engine reachable (tried {tried}); start one: scripts/infra/up.sh"
 
 
+DEFAULT_REGISTRY = "127.0.0.1:5123"
+
+
+@functools.cache
+def registry() -> tuple[str | None, str]:
+    """Returns ``(host:port, "")`` of the local image registry (scripts/infra/registry.sh), or ``(None, why)``.
+
+    ``TORCHX_FLOW_REGISTRY`` (printed by ``scripts/infra/up.sh``) overrides the default address.
+    """
+    import urllib.error
+    import urllib.request
+
+    addr = os.environ.get("TORCHX_FLOW_REGISTRY") or DEFAULT_REGISTRY
+    try:
+        with urllib.request.urlopen(f"http://{addr}/v2/", timeout=3) as resp:
+            resp.read()
+    except (OSError, urllib.error.URLError) as e:
+        return None, (
+            f"no local image registry at {addr} ({type(e).__name__});"
+            " start one: scripts/infra/registry.sh start (or scripts/infra/up.sh)"
+        )
+    return addr, ""
+
+
 def kubeconfig_path() -> Path:
     """Where scripts/infra/k8s-cluster.sh writes the local cluster's kubeconfig."""
     return Path(os.environ.get("TORCHX_FLOW_KUBECONFIG") or run_dir() / "k8s" / "kubeconfig")

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from _infra import docker_host, in_ci, k8s_cluster
+from _infra import docker_host, in_ci, k8s_cluster, registry
 
 
 @pytest.fixture(autouse=True)
@@ -30,6 +30,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     for marker, probe, var in (
         ("docker", docker_host, "DOCKER_HOST"),
         ("k8s", k8s_cluster, "KUBECONFIG"),
+        ("registry", registry, "TORCHX_FLOW_REGISTRY"),
     ):
         if item.get_closest_marker(marker) is None:
             continue

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from torchx_kfp._errors import TorchXKfpAppError
     from torchx_kfp._task import ACCELERATOR_TYPE
+    from torchx_kfp._workflow import pipeline_from_workflow
     from torchx_kfp.component import TorchXComponent, component_from_app, container_from_app
     from torchx_kfp.launcher import launcher_component, launcher_from_app
 
@@ -27,6 +28,7 @@ __all__ = [
     "container_from_app",
     "launcher_component",
     "launcher_from_app",
+    "pipeline_from_workflow",
 ]
 
 _LAZY = {
@@ -37,6 +39,7 @@ _LAZY = {
     "container_from_app": "torchx_kfp.component",
     "launcher_component": "torchx_kfp.launcher",
     "launcher_from_app": "torchx_kfp.launcher",
+    "pipeline_from_workflow": "torchx_kfp._workflow",
 }
 
 

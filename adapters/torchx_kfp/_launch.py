@@ -102,7 +102,7 @@ def _failure(handle: str, status: Optional[AppStatus]) -> str:
     try:
         from torchx.specs.api import AppStatus as _Status
 
-        summary = _Status.error_summary(status)  # type: ignore[attr-defined]
+        summary = _Status.error_summary(status)
     except AttributeError:  # torchx before AppStatus.error_summary
         summary = _error_line(status.structured_error_msg) or (status.msg or "").strip()
     head = f"TorchX app {handle} ended {status.state.name}"

@@ -6,7 +6,10 @@
 
 from __future__ import annotations
 
+from torchx import _pending
 from torchx.version import __version__
+
+_pending.install()
 
 __all__ = ["__version__", "IMAGE"]
 

@@ -13,6 +13,7 @@ from typing import Any, Optional
 
 __all__ = [
     "TorchXRunArgs",
+    "_check_workspace",
     "_parse_component_name_and_args",
     "torchx_run_args_from_argparse",
     "torchx_run_args_from_json",
@@ -126,6 +127,37 @@ def torchx_run_args_from_argparse(
         tee_logs=args.tee_logs,
         component_args_str=component_args,
     )
+
+
+def _check_workspace(workspace: Optional[str]) -> None:
+    """Checks that every local project of ``--workspace`` exists.
+
+    Args:
+        workspace: the workspace string (a path, or a YAML ``{src: dst}`` mapping); None or
+            empty means no workspace. URLs (``scheme://...``) are not checked.
+
+    Raises:
+        CliError: a local project does not exist (exit code 1, nothing is launched).
+    """
+    import difflib
+    import os
+
+    from torchx.cli._errors import CliError
+    from torchx.specs.api import Workspace
+
+    if not workspace:
+        return
+    for src in Workspace.from_str(workspace).projects:
+        if "://" in src or os.path.exists(src):
+            continue
+        parent = os.path.dirname(os.path.abspath(src))
+        siblings = os.listdir(parent) if os.path.isdir(parent) else []
+        close = difflib.get_close_matches(os.path.basename(src), siblings, n=1)
+        hint = f" Did you mean `{os.path.join(parent, close[0])}`?" if close else ""
+        raise CliError(
+            f"workspace `{src}` does not exist.{hint} Pass an existing directory with"
+            " --workspace, or --workspace '' to run without a workspace"
+        )
 
 
 def _repeated_options(args: list[str]) -> list[str]:

@@ -13,11 +13,19 @@ from torchx.cli._schedulers import add_scheduler_argument, scheduler_names
 from torchx.cli.argparse_util import ArgOnceAction, torchxconfig_list
 from torchx.cli.cmd_base import SubCommand
 
-__all__ = ["APP_NAME_HEADER", "CmdList", "HANDLE_HEADER", "STATUS_HEADER", "get_runner"]
+__all__ = [
+    "APP_NAME_HEADER",
+    "CmdList",
+    "HANDLE_HEADER",
+    "NAME_HEADER",
+    "STATUS_HEADER",
+    "get_runner",
+]
 
 HANDLE_HEADER = "APP HANDLE"
 APP_NAME_HEADER = "APP NAME"
 STATUS_HEADER = "APP STATUS"
+NAME_HEADER = APP_NAME_HEADER  # TorchX's name for the same header
 
 
 def get_runner(*args: Any, **kwargs: Any) -> Any:

@@ -19,6 +19,7 @@ from torchx.cli._errors import CliError
 from torchx.cli.cmd_base import SubCommand, unknown_app_error
 from torchx.util.log_tee_helpers import (
     _find_role_replicas,
+    _print_log_lines,
     _start_threads_to_monitor_role_replicas,
 )
 from torchx.util.log_tee_helpers import _prefix_line as _prefix_line
@@ -34,6 +35,7 @@ __all__ = [
     "find_role_replicas",
     "get_logs",
     "get_runner",
+    "print_log_lines",
     "validate",
 ]
 
@@ -44,6 +46,7 @@ _ID_REGEX = re.compile(r"^\w+://[^/]*/[^/]+(/[^/]+(/(\d+,?)+)?)?$")
 
 # kept importable from this module, as in TorchX
 find_role_replicas = _find_role_replicas
+print_log_lines = _print_log_lines
 
 
 def get_runner(*args: Any, **kwargs: Any) -> Runner:

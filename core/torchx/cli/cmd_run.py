@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 from torchx.cli._errors import CliError, exception_message
 from torchx.cli._run_args import (
     TorchXRunArgs,
+    _check_workspace,
     _parse_component_name_and_args,
     torchx_run_args_from_argparse,
     torchx_run_args_from_json,
@@ -39,6 +40,8 @@ if TYPE_CHECKING:
     from torchx.specs.api import AppDryRunInfo
 
 __all__ = [
+    "LOCAL_SCHEDULER_WARNING_MSG",
+    "MISSING_COMPONENT_ERROR_MSG",
     "CmdBuiltins",
     "CmdRun",
     "TorchXRunArgs",
@@ -49,6 +52,14 @@ __all__ = [
 ]
 
 logger: logging.Logger = logging.getLogger(__name__)
+
+LOCAL_SCHEDULER_WARNING_MSG = "`local` scheduler is deprecated, use `local_cwd` instead"
+"""Logged when ``-s local`` is used."""
+
+MISSING_COMPONENT_ERROR_MSG = (
+    "missing component name, either provide it from the CLI or in .torchxconfig"
+)
+"""The usage error when neither the command line nor ``[cli:run]`` names a component."""
 
 _STDIN_COMPATIBLE = {"help", "stdin", "dryrun"}
 _LOG_JOIN_TIMEOUT = 60.0
@@ -168,7 +179,7 @@ class CmdRun(SubCommand):
     def _run_args_from_stdin(self, args: argparse.Namespace) -> TorchXRunArgs:
         parser = self._parser()
         conflicts = [
-            action.option_strings[-1] if action.option_strings else action.dest
+            action.option_strings[-1] if action.option_strings else "the component (positional)"
             for action in parser._actions
             if action.dest not in _STDIN_COMPATIBLE
             and getattr(args, action.dest, action.default) not in (action.default, [])
@@ -201,12 +212,13 @@ class CmdRun(SubCommand):
 
         scheduler = run_args.scheduler
         if scheduler == "local":
-            logger.warning("`local` scheduler is deprecated, use `local_cwd` instead")
+            logger.warning(LOCAL_SCHEDULER_WARNING_MSG)
         cfg = dict(run_args.scheduler_cfg)
         if not cfg and run_args.scheduler_args:
             opts = runner.scheduler_run_opts(scheduler)
             cfg = dict(opts.cfg_from_json_repr(json.dumps(run_args.scheduler_args)))
         config.apply(scheduler=scheduler, cfg=cfg)
+        _check_workspace(os.getcwd() if run_args.workspace == "" else run_args.workspace)
         try:
             if run_args.dryrun:
                 self._dryrun(runner, run_args, cfg)

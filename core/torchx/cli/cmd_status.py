@@ -7,14 +7,20 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Optional
 
 from torchx.cli.cmd_base import AppHandleSubCommand, unknown_app_error
 
 if TYPE_CHECKING:
     from torchx.runner import Runner
 
-__all__ = ["CmdStatus"]
+__all__ = ["CmdStatus", "parse_list_arg"]
+
+
+def parse_list_arg(arg: str) -> Optional[list[str]]:
+    """Splits a comma-separated ``--roles`` value; None (meaning all) when it is empty."""
+    items = [item for item in arg.split(",") if item]
+    return items or None
 
 
 class CmdStatus(AppHandleSubCommand):
@@ -38,7 +44,7 @@ class CmdStatus(AppHandleSubCommand):
         status = runner.status(args.app_handle)
         if status is None:
             raise unknown_app_error(args.app_handle)
-        roles = [r for r in args.roles.split(",") if r] or None
+        roles = parse_list_arg(args.roles)
         if args.json:
             print(json.dumps(status.to_json(roles)))
         else:

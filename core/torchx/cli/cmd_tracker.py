@@ -6,13 +6,21 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from typing import Optional
 
 from torchx.cli.cmd_base import SubCommand
 from torchx.tracker.api import Lineage, TrackerBase, build_trackers
 
-__all__ = ["CmdTracker"]
+__all__ = ["CmdTracker", "SubCommand", "TrackerBase", "build_trackers", "get_configured_trackers"]
 
 DOCS_URL = "https://meta-pytorch.org/torchx/latest/runtime/tracking.html"
+
+
+def get_configured_trackers() -> dict[str, Optional[str]]:
+    """Returns ``torchx.runner.api.get_configured_trackers()`` (looked up at call time)."""
+    from torchx.runner import api
+
+    return api.get_configured_trackers()
 
 
 def _table(rows: Sequence[Sequence[object]], headers: Sequence[str]) -> str:
@@ -75,8 +83,6 @@ class CmdTracker(SubCommand):
     @property
     def tracker(self) -> TrackerBase:
         """The first tracker configured in ``.torchxconfig`` or ``TORCHX_TRACKERS``."""
-        from torchx.runner.api import get_configured_trackers
-
         configured = get_configured_trackers()
         trackers = build_trackers(configured) if configured else []
         if not trackers:

@@ -39,7 +39,13 @@ __all__ = [
     "load_group",
     "main",
     "run_main",
+    "sub_parser_description",
 ]
+
+sub_parser_description = """Use the following commands to run operations, e.g.:
+torchx run ${JOB_NAME}
+"""
+"""Description of the sub-command group in ``torchx --help``."""
 
 CMDS_GROUP = "torchx.cli.cmds"
 
@@ -51,6 +57,7 @@ _DEFAULT_SUB_CMDS: dict[str, tuple[str, str]] = {
     "delete": ("torchx.cli.cmd_delete:CmdDelete", "Deletes an app from its scheduler"),
     "describe": ("torchx.cli.cmd_describe:CmdDescribe", "Describes an app (its AppDef)"),
     "list": ("torchx.cli.cmd_list:CmdList", "Lists the apps of a scheduler"),
+    "pipeline": ("torchx.cli.cmd_pipeline:CmdPipeline", "Runs multi-step pipelines locally"),
     "log": ("torchx.cli.cmd_log:CmdLog", "Prints or tails the logs of an app"),
     "run": ("torchx.cli.cmd_run:CmdRun", "Runs a component on a scheduler"),
     "runopts": ("torchx.cli.cmd_runopts:CmdRunopts", "Lists the run options of schedulers"),
@@ -150,7 +157,7 @@ def create_parser(subcmds: Mapping[str, SubCommand]) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"torchx-{__version__}")
     subparsers = parser.add_subparsers(
         title="sub-commands",
-        description="Use the following commands to run operations, e.g.: torchx run ${JOB_NAME}",
+        description=sub_parser_description,
         action=LazySubParsersAction,
         metavar="{" + ",".join(subcmds) + "}",
     )

@@ -25,7 +25,32 @@ from torchx import specs
 from torchx.components import _ddp
 from torchx.components.structured_arg import StructuredJArgument, StructuredNameArgument
 
-__all__ = ["ddp", "spmd"]
+__all__ = ["ddp", "get_role_name", "parse_nnodes", "spmd"]
+
+
+def parse_nnodes(j: str) -> tuple[int, int, int, str]:
+    """Parses ``-j`` (``[[MIN:]MAX x]NPROC``, e.g. ``1:2x4``, ``2x4`` or ``4``).
+
+    Returns:
+        ``(min_nnodes, max_nnodes, nproc_per_node, nnodes_rep)``; ``nnodes_rep`` is the
+        ``--nnodes`` value for torchrun (``"1:2"`` or ``"2"``).
+
+    Raises:
+        ValueError: any other format.
+    """
+    spec = _ddp.parse_j(j)
+    return spec.min_nnodes, spec.max_nnodes, spec.nproc_per_node, spec.nnodes_rep
+
+
+def get_role_name(script: Optional[str], m: Optional[str]) -> str:
+    """Returns the role name: the script's file stem, else the last part of the module name.
+
+    Raises:
+        ValueError: neither ``script`` nor ``m`` is given.
+    """
+    if not script and not m:
+        raise ValueError("failed to compute role_name: give a script or a module (-m)")
+    return _ddp.role_name(script, m)
 
 
 def ddp(

@@ -1,4 +1,4 @@
-"""Reading and writing ``.torchxconfig`` files (helpers of :mod:`torchx.runner.config`)."""
+"""Writing ``.torchxconfig`` files and scheduler run options (helpers of ``runner.config``)."""
 
 from __future__ import annotations
 
@@ -14,9 +14,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ORCHESTRATOR_GROUP",
     "dump_scheduler_sections",
-    "first_values",
     "new_config_parser",
-    "read_config_file",
     "scheduler_run_opts",
 ]
 
@@ -30,17 +28,6 @@ def new_config_parser() -> configparser.ConfigParser:
     """Returns a ConfigParser with case-sensitive keys."""
     config = configparser.ConfigParser()
     config.optionxform = str  # type: ignore[assignment, method-assign]
-    return config
-
-
-def read_config_file(f: IO[str]) -> configparser.ConfigParser:
-    """Parses one open config file.
-
-    Args:
-        f: the open file.
-    """
-    config = new_config_parser()
-    config.read_file(f)
     return config
 
 
@@ -129,18 +116,3 @@ def dump_scheduler_sections(
         for key, value in _section_values(opts, required_only):
             config.set(name, key, value.replace("%", "%%"))
     config.write(f, space_around_delimiters=True)
-
-
-def first_values(configs: Iterable[configparser.ConfigParser], section: str) -> dict[str, str]:
-    """Merges one section across parsers; the first value of each key wins.
-
-    Args:
-        configs: parsed config files, highest precedence first.
-        section: the section name.
-    """
-    values: dict[str, str] = {}
-    for config in configs:
-        if config.has_section(section):
-            for key, value in config.items(section):
-                values.setdefault(key, value)
-    return values

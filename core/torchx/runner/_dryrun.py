@@ -1,4 +1,4 @@
-"""The AppDef preparation steps of ``Runner.dryrun`` (copy, validate, env injection, workspace)."""
+"""The AppDef preparation steps of ``Runner.dryrun`` (copy, validate, env injection)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import copy
 import logging
 import os
 from collections.abc import Mapping
-from typing import Optional, Union
+from typing import Optional
 
 from torchx.runner.events import get_session_id_or_create_new
 from torchx.settings import (
@@ -15,11 +15,10 @@ from torchx.settings import (
     ENV_TORCHX_PARENT_RUN_ID,
     ENV_TORCHX_TRACKERS,
 )
-from torchx.specs.api import AppDef, Workspace, macros
+from torchx.specs.api import AppDef, macros
 from torchx.tracker.api import tracker_config_env_var_name
 
 __all__ = [
-    "apply_workspace_arg",
     "copy_and_validate",
     "inject_env",
     "job_id_for",
@@ -95,23 +94,6 @@ def inject_env(
 def job_id_for(scheduler: str, session_name: str) -> str:
     """Returns ``{scheduler}://{session}/${app_id}`` (the macro is filled by the scheduler)."""
     return f"{scheduler}://{session_name}/{macros.app_id}"
-
-
-def apply_workspace_arg(app: AppDef, workspace: Union[Workspace, str, None]) -> None:
-    """Makes a non-empty ``workspace`` argument replace ``app.roles[0].workspace``.
-
-    Args:
-        app: the (copied) AppDef to update in place.
-        workspace: a Workspace, a workspace string (see ``Workspace.from_str``) or None.
-    """
-    if not workspace:
-        return
-    ws = Workspace.from_str(workspace) if isinstance(workspace, str) else workspace
-    role = app.roles[0]
-    logger.info(
-        "using workspace `%s` for role `%s` (replacing `%s`)", ws, role.name, role.workspace
-    )
-    role.workspace = ws
 
 
 def scheduler_params_from_env() -> dict[str, str]:

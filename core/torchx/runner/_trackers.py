@@ -6,9 +6,10 @@ import logging
 import os
 from typing import Optional
 
-from torchx.runner.config import get_config, get_configs
+from torchx.runner.config import find_configs
 from torchx.settings import ENV_TORCHX_PARENT_RUN_ID, ENV_TORCHX_TRACKERS
 from torchx.specs.api import AppDef, AppHandle
+from torchx.specs.torchxconfig import TorchXConfig
 from torchx.tracker.api import build_trackers, tracker_config_env_var_name
 
 __all__ = ["get_configured_trackers", "record_parent_link"]
@@ -18,14 +19,19 @@ logger: logging.Logger = logging.getLogger("torchx.runner.api")
 _warned: set[tuple[str, str]] = set()  # [torchx:tracker] values already warned about
 
 
-def get_configured_trackers() -> dict[str, Optional[str]]:
+def get_configured_trackers(config: Optional[TorchXConfig] = None) -> dict[str, Optional[str]]:
     """Returns the trackers to configure jobs with: ``{name: config or None}``.
 
     Names are the keys of ``[torchx:tracker]`` in ``.torchxconfig``, replaced by
     ``$TORCHX_TRACKERS`` (comma-separated) when set. Each config is ``[tracker:NAME]
     config``, overridden by ``$TORCHX_TRACKER_<NAME>_CONFIG``.
+
+    Args:
+        config: the config to read (default: the discovered ``.torchxconfig`` files).
     """
-    declared = get_configs(prefix="torchx", name="tracker")
+    if config is None:
+        config = TorchXConfig.from_files(find_configs())
+    declared = config.section("torchx:tracker")
     for name, value in declared.items():
         if value and value != name and (name, value) not in _warned:
             _warned.add((name, value))
@@ -44,12 +50,14 @@ def get_configured_trackers() -> dict[str, Optional[str]]:
         names = [n.strip() for n in env_names.split(",") if n.strip()]
     trackers: dict[str, Optional[str]] = {}
     for name in names:
-        config = get_config(prefix="tracker", name=name, key="config")
-        trackers[name] = os.environ.get(tracker_config_env_var_name(name), config)
+        from_file = config.get("tracker:" + name, "config")
+        trackers[name] = os.environ.get(tracker_config_env_var_name(name), from_file)
     return trackers
 
 
-def record_parent_link(handle: AppHandle, app: AppDef) -> None:
+def record_parent_link(
+    handle: AppHandle, app: AppDef, config: Optional[TorchXConfig] = None
+) -> None:
     """Records ``handle`` as a child of the app's parent run on every configured tracker.
 
     The parent is the ``TORCHX_PARENT_RUN_ID`` that dryrun injected into the roles (from
@@ -60,6 +68,7 @@ def record_parent_link(handle: AppHandle, app: AppDef) -> None:
     Args:
         handle: the scheduled app's handle (its tracker run id).
         app: the dry-run copy of the app (with the injected env).
+        config: the config that names the trackers (default: the discovered files).
     """
     parent = next(
         (r.env[ENV_TORCHX_PARENT_RUN_ID] for r in app.roles if ENV_TORCHX_PARENT_RUN_ID in r.env),
@@ -67,7 +76,7 @@ def record_parent_link(handle: AppHandle, app: AppDef) -> None:
     )
     if not parent:
         return
-    configured = get_configured_trackers()
+    configured = get_configured_trackers(config)
     if not configured:
         return
     for tracker in build_trackers(configured):

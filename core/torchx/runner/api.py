@@ -1,7 +1,9 @@
-"""The Runner: submit AppDefs and components to schedulers and manage the resulting apps.
+"""The Runner: submit AppDefs, components and launch requests to schedulers, manage the apps.
 
-``get_scheduler_factories`` and ``get_configured_trackers`` are module attributes looked up
-at call time, so tests and tools can replace them here.
+The launch path (see ``docs/internals.md``): :class:`~torchx.runner.launch.LaunchRequest` ->
+:func:`~torchx.runner.launch.build_app` -> :meth:`Runner.dryrun` (env injection, then
+``Scheduler._prepare_submit``: cfg resolution, workspaces, validation; then
+``submit_dryrun``) -> :meth:`Runner.schedule`.
 """
 
 from __future__ import annotations
@@ -17,14 +19,16 @@ from torchx.runner import _dryrun
 from torchx.runner._manage import AppManagementMixin
 from torchx.runner._trackers import get_configured_trackers, record_parent_link
 from torchx.runner.events import log_event
+from torchx.runner.launch import LaunchRequest, build_app
 from torchx.schedulers import SchedulerFactory, get_scheduler_factories
+from torchx.specs.api import NONE as NONE  # TorchX exports it from here
 from torchx.specs.api import AppDef, AppDryRunInfo, AppHandle, CfgVal, Workspace, parse_app_handle
-from torchx.workspace.api import WorkspaceMixin
+from torchx.specs.torchxconfig import TorchXConfig, merge_defaults
 
 if TYPE_CHECKING:
     from torchx.schedulers.api import Scheduler
 
-__all__ = ["Runner", "get_configured_trackers", "get_runner", "get_scheduler_factories"]
+__all__ = ["Runner", "get_configured_trackers", "get_runner"]
 
 logger: logging.Logger = logging.getLogger(__name__)
 
@@ -49,6 +53,10 @@ class Runner(AppManagementMixin):
         component_defaults: ``{component: {param: value}}`` defaults for components.
         scheduler_params: keyword arguments for every scheduler factory; they are merged
             over the ``TORCHX_*`` environment variables (lower-cased, prefix removed).
+        config: the ``.torchxconfig`` to use (e.g. ``TorchXConfig.from_text(...)``); None
+            means the discovered files, read when first needed. It names the trackers, and
+            for :meth:`dryrun_request`/:meth:`launch` it also gives the default scheduler,
+            ``[<scheduler>]`` run options and (when given) ``[component:<name>]`` defaults.
     """
 
     def __init__(
@@ -57,8 +65,12 @@ class Runner(AppManagementMixin):
         scheduler_factories: Optional[Mapping[str, SchedulerFactory]] = None,
         component_defaults: Optional[Mapping[str, Mapping[str, str]]] = None,
         scheduler_params: Optional[Mapping[str, Any]] = None,
+        *,
+        config: Optional[TorchXConfig] = None,
     ) -> None:
         self._name = name
+        self._config = config
+        self._discovered: Optional[TorchXConfig] = None
         if scheduler_factories is None:
             scheduler_factories = get_scheduler_factories()
         self._scheduler_factories: dict[str, SchedulerFactory] = dict(scheduler_factories)
@@ -69,6 +81,63 @@ class Runner(AppManagementMixin):
         self._component_defaults: dict[str, Mapping[str, str]] = dict(component_defaults or {})
         self._scheduler_instances: dict[str, Scheduler[Any]] = {}
         self._apps: dict[AppHandle, AppDef] = {}
+
+    @property
+    def config(self) -> TorchXConfig:
+        """The runner's ``.torchxconfig`` (the given one, else the discovered files)."""
+        if self._config is not None:
+            return self._config
+        if self._discovered is None:
+            self._discovered = TorchXConfig.discover()
+        return self._discovered
+
+    def _defaults(self) -> dict[str, dict[str, str]]:
+        from_config = self._config.component_defaults() if self._config is not None else None
+        return merge_defaults(self._component_defaults, from_config)
+
+    # ---------------------------------------------------------------- launch requests
+
+    def dryrun_request(self, request: LaunchRequest) -> AppDryRunInfo[Any]:
+        """Builds the AppDef of ``request`` and dry-runs it on its scheduler.
+
+        The scheduler is ``request.scheduler``, else the config's ``[cli:run] scheduler``,
+        else ``local_cwd``; ``request.cfg`` (dict or ``k=v,...``) is completed by the
+        config's ``[<scheduler>]`` section.
+
+        Args:
+            request: what to launch.
+
+        Returns:
+            The dry-run info (``.request`` is what :meth:`schedule` would submit).
+        """
+        scheduler = self.config.scheduler(request.scheduler)
+        cfg = self._request_cfg(scheduler, request.cfg)
+        app = build_app(request, self._defaults())
+        return self.dryrun(app, scheduler, cfg, request.workspace, request.parent_run_id)
+
+    def launch(self, request: LaunchRequest) -> AppHandle:
+        """Launches ``request`` (:meth:`dryrun_request` then :meth:`schedule`).
+
+        Returns:
+            The app handle.
+        """
+        return self.schedule(self.dryrun_request(request))
+
+    def _request_cfg(
+        self, scheduler: str, cfg: Union[Mapping[str, CfgVal], str, None]
+    ) -> dict[str, CfgVal]:
+        if isinstance(cfg, str):
+            resolved = self.cfg_from_str(scheduler, cfg)
+        elif cfg is None or isinstance(cfg, Mapping):
+            resolved = dict(cfg or {})
+        else:
+            raise ValueError(
+                "the run config must be a dict or a `k=v,k2=v2` string, got"
+                f" {type(cfg).__name__}: {cfg!r}"
+            )
+        if self.config.section(scheduler):
+            self.config.apply_run_opts(scheduler, resolved, self.scheduler_run_opts(scheduler))
+        return resolved
 
     # ---------------------------------------------------------------- submission
 
@@ -122,7 +191,7 @@ class Runner(AppManagementMixin):
         component_def = get_component(component)
         list_args = component_args if isinstance(component_args, builtins.list) else []
         dict_args = component_args if isinstance(component_args, dict) else {}
-        defaults = self._component_defaults.get(component)
+        defaults = self._defaults().get(component)
         app = materialize_appdef(
             component_def.fn, list_args, dict(defaults) if defaults else None, dict_args
         )
@@ -189,19 +258,14 @@ class Runner(AppManagementMixin):
             app,
             _dryrun.job_id_for(scheduler, self._name),
             parent_run_id,
-            get_configured_trackers(),
+            get_configured_trackers(self._config),
         )
         cfg = dict(cfg or {})
         with log_event(
             "dryrun", scheduler, runcfg=_event_json(cfg), workspace=_ws_str(workspace)
         ) as ctx:
             sched = self._scheduler(scheduler)
-            resolved = sched.run_opts().resolve(cfg)
-            sched._pre_build_validate(app, scheduler, resolved)
-            if isinstance(sched, WorkspaceMixin):
-                _dryrun.apply_workspace_arg(app, workspace)
-                sched.build_workspaces(app.roles, resolved)
-            sched._validate(app, scheduler, resolved)
+            resolved = sched._prepare_submit(app, cfg, workspace, scheduler)
             info = sched.submit_dryrun(app, resolved)
             info._scheduler = scheduler
             ctx._torchx_event.app_id = app.name
@@ -230,7 +294,7 @@ class Runner(AppManagementMixin):
             app = dryrun_info._app
             if app is not None:
                 self._apps[handle] = app
-                record_parent_link(handle, app)
+                record_parent_link(handle, app, self._config)
                 ctx._torchx_event.app_image = app.roles[0].image if app.roles else None
                 ctx._torchx_event.app_metadata = dict(app.metadata)
             ctx._torchx_event.app_id = app_id
@@ -262,6 +326,8 @@ def _describe_event(ctx: log_event, info: AppDryRunInfo[Any], handle: AppHandle)
 def get_runner(
     name: Optional[str] = None,
     component_defaults: Optional[Mapping[str, Mapping[str, str]]] = None,
+    *,
+    config: Optional[TorchXConfig] = None,
     **scheduler_params: Any,
 ) -> Runner:
     """Returns a Runner over every registered scheduler (session ``torchx``).
@@ -275,6 +341,7 @@ def get_runner(
     Args:
         name: deprecated custom session name.
         component_defaults: ``{component: {param: value}}`` defaults for components.
+        config: the ``.torchxconfig`` to use (None: the discovered files).
         **scheduler_params: keyword arguments for every scheduler factory.
     """
     if name:
@@ -291,4 +358,5 @@ def get_runner(
         get_scheduler_factories(),
         component_defaults,
         scheduler_params=scheduler_params,
+        config=config,
     )

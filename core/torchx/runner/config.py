@@ -23,26 +23,22 @@ Sections::
     [tracker:fsspec]         # per-tracker config
     config = /path/to/fsspec.conf
 
-This module is cheap to import: it imports no scheduler and not ``torchx.runner.api``.
+Every reader here goes through :class:`torchx.specs.torchxconfig.TorchXConfig` (which also
+documents the ``%`` interpolation rule). This module is cheap to import: it imports no
+scheduler and not ``torchx.runner.api``.
 """
 
 from __future__ import annotations
 
-import configparser
 import logging
-import os
 from collections.abc import Iterable
-from pathlib import Path
 from typing import IO, TYPE_CHECKING, Optional
 
-from torchx.runner._config_io import (
-    dump_scheduler_sections,
-    first_values,
-    read_config_file,
-    scheduler_run_opts,
-)
+from torchx.runner._config_io import dump_scheduler_sections, scheduler_run_opts
 from torchx.schedulers import get_scheduler_factories
 from torchx.settings import ENV_TORCHXCONFIG
+from torchx.specs import torchxconfig as _tc
+from torchx.specs.torchxconfig import CONFIG_FILE, CONFIG_PREFIX_DELIM, TorchXConfig
 
 if TYPE_CHECKING:
     from torchx.specs.api import CfgVal
@@ -52,6 +48,7 @@ __all__ = [
     "CONFIG_PREFIX_DELIM",
     "DEFAULT_CONFIG_DIRS",
     "ENV_TORCHXCONFIG",
+    "TorchXConfig",
     "apply",
     "dump",
     "find_configs",
@@ -64,12 +61,8 @@ __all__ = [
 
 logger: logging.Logger = logging.getLogger(__name__)
 
-CONFIG_FILE = ".torchxconfig"
-CONFIG_PREFIX_DELIM = ":"
-DEFAULT_CONFIG_DIRS: list[str] = [str(Path.home()), str(Path.cwd())]
+DEFAULT_CONFIG_DIRS: list[str] = _tc.DEFAULT_CONFIG_DIRS
 """Directories searched for ``.torchxconfig``, in precedence order; fixed at import time."""
-
-_NONE = "None"
 
 
 def find_configs(dirs: Optional[Iterable[str]] = None) -> list[str]:
@@ -80,27 +73,19 @@ def find_configs(dirs: Optional[Iterable[str]] = None) -> list[str]:
             ``$TORCHXCONFIG`` is set.
 
     Returns:
-        ``[$TORCHXCONFIG]`` when set to a path, ``[]`` when set to ``""``, otherwise each
-        readable ``{d}/.torchxconfig`` in ``dirs`` order.
+        ``[$TORCHXCONFIG]`` when set to a path (any readable path that is not a directory,
+        ``/dev/null`` included), ``[]`` when set to ``""``, otherwise each readable
+        ``{d}/.torchxconfig`` in ``dirs`` order.
 
     Raises:
-        FileNotFoundError: ``$TORCHXCONFIG`` names something that is not a file.
+        FileNotFoundError: ``$TORCHXCONFIG`` names something missing, unreadable or a
+            directory.
     """
-    config_file = os.environ.get(ENV_TORCHXCONFIG)
-    if config_file is not None:
-        if config_file == "":
-            return []
-        if not Path(config_file).is_file():
-            raise FileNotFoundError(
-                f"`{ENV_TORCHXCONFIG}={config_file}` does not exist or is not a file."
-            )
-        return [config_file]
-    found: list[str] = []
-    for d in dirs or DEFAULT_CONFIG_DIRS:
-        path = str(Path(d) / CONFIG_FILE)
-        if path not in found and os.path.isfile(path) and os.access(path, os.R_OK):
-            found.append(path)
-    return found
+    return _tc.find_configs(dirs or DEFAULT_CONFIG_DIRS)
+
+
+def _read(dirs: Optional[Iterable[str]]) -> TorchXConfig:
+    return TorchXConfig.from_files(find_configs(dirs))
 
 
 def apply(scheduler: str, cfg: dict[str, CfgVal], dirs: Optional[Iterable[str]] = None) -> None:
@@ -111,10 +96,11 @@ def apply(scheduler: str, cfg: dict[str, CfgVal], dirs: Optional[Iterable[str]] 
         cfg: the run config to complete, in place; its existing keys are kept.
         dirs: directories to look in (see :func:`find_configs`).
     """
-    for configfile in find_configs(dirs):
-        with open(configfile) as f:
-            load(scheduler, f, cfg)
-        logger.info("loaded configs from %s", configfile)
+    config = _read(dirs)
+    if config.section(scheduler):
+        opts = scheduler_run_opts(scheduler, get_scheduler_factories())
+        config.apply_run_opts(scheduler, cfg, opts)
+        logger.info("loaded configs from %s", ", ".join(config.sources))
 
 
 def load(scheduler: str, f: IO[str], cfg: dict[str, CfgVal]) -> None:
@@ -132,26 +118,11 @@ def load(scheduler: str, f: IO[str], cfg: dict[str, CfgVal]) -> None:
     Raises:
         ValueError: ``scheduler`` is not registered.
     """
-    config = read_config_file(f)
-    if not config.has_section(scheduler):
+    config = TorchXConfig.from_text(f.read(), getattr(f, "name", "<text>"))
+    if not config.section(scheduler):
         return
     opts = scheduler_run_opts(scheduler, get_scheduler_factories())
-    for name, value in config.items(scheduler):
-        if name in cfg:
-            continue
-        opt = opts.get(name)
-        if opt is None:
-            logger.warning(
-                "`%s = %s` was declared in the [%s] section of the config file but is not a"
-                " runopt of `%s` scheduler, remove the entry from the config file to no longer"
-                " see this warning",
-                name,
-                value,
-                scheduler,
-                scheduler,
-            )
-            continue
-        cfg[name] = None if value == _NONE else opt.cast_to_type(value)
+    config.apply_run_opts(scheduler, cfg, opts)
 
 
 def dump(f: IO[str], schedulers: Optional[list[str]] = None, required_only: bool = False) -> None:
@@ -171,14 +142,6 @@ def dump(f: IO[str], schedulers: Optional[list[str]] = None, required_only: bool
     dump_scheduler_sections(f, names, factories, required_only)
 
 
-def _read_all(dirs: Optional[Iterable[str]]) -> list[configparser.ConfigParser]:
-    parsers = []
-    for configfile in find_configs(dirs):
-        with open(configfile) as f:
-            parsers.append(read_config_file(f))
-    return parsers
-
-
 def load_sections(prefix: str, dirs: Optional[Iterable[str]] = None) -> dict[str, dict[str, str]]:
     """Reads every ``[{prefix}:{name}]`` section (both parts non-empty).
 
@@ -189,16 +152,7 @@ def load_sections(prefix: str, dirs: Optional[Iterable[str]] = None) -> dict[str
     Returns:
         ``{name: {key: value}}``; across files the first value of a key wins.
     """
-    sections: dict[str, dict[str, str]] = {}
-    for config in _read_all(dirs):
-        for section in config.sections():
-            sec_prefix, delim, name = section.partition(CONFIG_PREFIX_DELIM)
-            if not delim or sec_prefix != prefix or not name:
-                continue
-            values = sections.setdefault(name, {})
-            for key, value in config.items(section):
-                values.setdefault(key, value)
-    return sections
+    return _read(dirs).sections(prefix)
 
 
 def get_configs(prefix: str, name: str, dirs: Optional[Iterable[str]] = None) -> dict[str, str]:
@@ -212,7 +166,7 @@ def get_configs(prefix: str, name: str, dirs: Optional[Iterable[str]] = None) ->
     Returns:
         ``{key: value}``; across files the first value of a key wins.
     """
-    return first_values(_read_all(dirs), f"{prefix}{CONFIG_PREFIX_DELIM}{name}")
+    return _read(dirs).section(f"{prefix}{CONFIG_PREFIX_DELIM}{name}")
 
 
 def get_config(
@@ -229,8 +183,4 @@ def get_config(
     Returns:
         The first value found, or None.
     """
-    section = f"{prefix}{CONFIG_PREFIX_DELIM}{name}"
-    for config in _read_all(dirs):
-        if config.has_option(section, key):
-            return config.get(section, key)
-    return None
+    return _read(dirs).get(f"{prefix}{CONFIG_PREFIX_DELIM}{name}", key)

@@ -13,7 +13,6 @@ TorchX, where any scheduler plugin hid every builtin.
 from __future__ import annotations
 
 import importlib
-import sys
 from collections.abc import Mapping
 from types import MappingProxyType
 
@@ -21,41 +20,45 @@ from types import MappingProxyType
 # keep it to the standard library's cheapest modules (no typing, dataclasses, importlib.util).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from types import ModuleType
     from typing import Any, Optional
 
-    from torchx import plugins
     from torchx.schedulers._factory import SchedulerFactory
     from torchx.schedulers.api import Scheduler
 
 __all__ = [
     "DEFAULT_SCHEDULER_MODULES",
+    "Scheduler",
     "SchedulerFactory",
     "get_default_scheduler_name",
     "get_scheduler_factories",
-    "plugins",
 ]
 
 
 class _Builtin:
-    """A builtin scheduler: its module and the install hint for its missing extra."""
+    """A builtin scheduler: its module, its extra's install hint and the package it provides.
 
-    __slots__ = ("module", "err")
+    A builtin whose ``requires`` package is missing stays listed but is never the default.
+    """
 
-    def __init__(self, module: str, err: Optional[str] = None) -> None:
+    __slots__ = ("module", "err", "requires")
+
+    def __init__(self, module: str, err: Optional[str] = None, requires: str = "") -> None:
         self.module = module
         self.err = err  # install hint when the module's third-party import fails
+        self.requires = requires
 
 
 _BUILTINS: Mapping[str, _Builtin] = MappingProxyType(
     {
         "local_docker": _Builtin(
-            "torchx.schedulers.docker_scheduler", "pip install 'torchx-flow[docker]'"
+            "torchx.schedulers.docker_scheduler", "pip install 'torchx-flow[docker]'", "docker"
         ),
         "local_cwd": _Builtin("torchx.schedulers.local_scheduler"),
         "slurm": _Builtin("torchx.schedulers.slurm_scheduler"),
         "kubernetes": _Builtin(
-            "torchx.schedulers.kubernetes_scheduler", "pip install 'torchx-flow[kubernetes]'"
+            "torchx.schedulers.kubernetes_scheduler",
+            "pip install 'torchx-flow[kubernetes]'",
+            "kubernetes",
         ),
     }
 )
@@ -77,6 +80,10 @@ class _LazyFactory:
         module = _import_builtin(self._name, self._builtin)
         scheduler: Scheduler[Any] = module.create_scheduler(session_name, **kwargs)
         return scheduler
+
+    def usable(self) -> bool:
+        """Whether the package the scheduler's extra provides is installed (no import)."""
+        return not self._builtin.requires or _module_available(self._builtin.requires)
 
     def __repr__(self) -> str:
         return f"<lazy scheduler factory {self._builtin.module}:create_scheduler>"
@@ -100,7 +107,10 @@ def _module_available(module: str) -> bool:
     try:
         import importlib.util
 
-        return importlib.util.find_spec(module) is not None
+        from torchx._pending import is_pending
+
+        spec = importlib.util.find_spec(module)
+        return spec is not None and not is_pending(spec)  # pending: not in torchx-flow yet
     except ModuleNotFoundError:
         return False
 
@@ -124,10 +134,9 @@ def get_scheduler_factories(*, skip_defaults: bool = False) -> dict[str, Schedul
         ``local_cwd``, ``slurm``, ``kubernetes``; only those installed appear);
         a plugin with a builtin's name replaces it in place, other plugins follow.
     """
-    plugin_registry: ModuleType = sys.modules[__name__].plugins  # late-bound: patchable
-    found: Mapping[str, SchedulerFactory] = plugin_registry.registry().get(
-        plugin_registry.PluginType.SCHEDULER
-    )
+    from torchx import plugins
+
+    found: Mapping[str, SchedulerFactory] = plugins.registry().get(plugins.PluginType.SCHEDULER)
     if skip_defaults:
         return dict(found)
     factories = _builtin_factories()
@@ -136,12 +145,20 @@ def get_scheduler_factories(*, skip_defaults: bool = False) -> dict[str, Schedul
 
 
 def get_default_scheduler_name() -> str:
-    """Returns the name of the first registered scheduler (the CLI's default).
+    """Returns the name of the first usable registered scheduler (the CLI's default).
+
+    A builtin whose extra is not installed (``local_docker`` without the ``docker`` package)
+    stays registered, so ``-s local_docker`` names the extra to install, but it is skipped here:
+    a plain ``torchx run`` then uses the next one (``local_cwd``).
 
     Raises:
         RuntimeError: if no scheduler is registered at all.
     """
-    for name in get_scheduler_factories():
+    factories = get_scheduler_factories()
+    for name, factory in factories.items():
+        if not isinstance(factory, _LazyFactory) or factory.usable():
+            return name
+    for name in factories:
         return name
     raise RuntimeError(
         "no schedulers are registered; reinstall torchx-flow or install a scheduler plugin"
@@ -161,4 +178,9 @@ def __getattr__(name: str) -> Any:
 
         globals()["SchedulerFactory"] = SchedulerFactory
         return SchedulerFactory
+    if name == "Scheduler":
+        from torchx.schedulers.api import Scheduler
+
+        globals()["Scheduler"] = Scheduler
+        return Scheduler
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from torchx.specs.api import Workspace
 
 __all__ = [
+    "DAYS_IN_2_WEEKS",
     "DescribeAppResponse",
     "ListAppResponse",
     "Scheduler",
@@ -43,6 +44,9 @@ __all__ = [
 logger: logging.Logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+DAYS_IN_2_WEEKS = 14
+"""How far back schedulers that list apps by time look by default (two weeks)."""
 
 
 class Scheduler(abc.ABC, Generic[T]):
@@ -69,26 +73,69 @@ class Scheduler(abc.ABC, Generic[T]):
         """Resolve ``cfg``, build workspaces, dry-run and schedule ``app``.
 
         Args:
-            app: the application to run.
+            app: the application to run (updated in place, as by :meth:`_prepare_submit`).
             cfg: run options (resolved against ``run_opts()``).
             workspace: overrides ``app.roles[0].workspace`` when non-empty.
 
         Returns:
             The scheduler's app id.
+        """
+        resolved = self._prepare_submit(app, cfg, workspace)
+        return self.schedule(self.submit_dryrun(app, resolved))
 
-        Raises:
-            ValueError: a workspace was given but the scheduler does not support workspaces.
+    def _prepare_submit(
+        self,
+        app: AppDef,
+        cfg: Mapping[str, CfgVal],
+        workspace: Union[Workspace, str, None] = None,
+        scheduler: Optional[str] = None,
+    ) -> dict[str, CfgVal]:
+        """Resolve ``cfg``, apply the workspace argument, build workspaces and validate.
+
+        The one place both ``Runner.dryrun`` and :meth:`submit` prepare an app. A non-empty
+        ``workspace`` replaces the first role's workspace, then schedulers that mix in
+        ``WorkspaceMixin`` build every role's workspace; other schedulers receive it through
+        :meth:`_use_workspace` (``local_cwd`` runs the role in it; the default logs that it
+        is ignored).
+
+        Args:
+            app: the (private copy of the) app, updated in place.
+            cfg: run options.
+            workspace: the workspace argument (a Workspace or a workspace string).
+            scheduler: the name the scheduler is registered under (default ``backend``).
+
+        Returns:
+            The resolved run config.
         """
         from torchx.workspace.api import WorkspaceMixin
 
+        name = scheduler or self.backend
         resolved = self.run_opts().resolve(cfg)
+        self._pre_build_validate(app, name, resolved)
         if isinstance(self, WorkspaceMixin):
             if workspace:
                 _apply_workspace(app.roles[0], workspace)
             self.build_workspaces(app.roles, resolved)
         elif workspace:
-            raise ValueError(f"scheduler `{self.backend}` does not support workspaces")
-        return self.schedule(self.submit_dryrun(app, resolved))
+            self._use_workspace(app.roles[0], workspace)
+        self._validate(app, name, resolved)
+        return dict(resolved)
+
+    def _use_workspace(self, role: Role, workspace: Union[Workspace, str]) -> None:
+        """Receive the workspace argument (schedulers without ``WorkspaceMixin``).
+
+        The default ignores it (as TorchX does), with a warning unless it is the current
+        directory (the CLI's default).
+        """
+        import os
+
+        if _as_workspace(workspace) != _as_workspace(os.getcwd()):
+            logger.warning(
+                "scheduler `%s` does not support workspaces: ignoring workspace `%s` of role `%s`",
+                self.backend,
+                workspace,
+                role.name,
+            )
 
     @abc.abstractmethod
     def schedule(self, dryrun_info: AppDryRunInfo[Any]) -> str:
@@ -205,9 +252,13 @@ class Scheduler(abc.ABC, Generic[T]):
                 )
 
 
-def _apply_workspace(role: Role, workspace: Union[Workspace, str]) -> None:
+def _as_workspace(workspace: Union[Workspace, str]) -> Workspace:
     from torchx.specs.api import Workspace
 
-    ws = Workspace.from_str(workspace) if isinstance(workspace, str) else workspace
+    return Workspace.from_str(workspace) if isinstance(workspace, str) else workspace
+
+
+def _apply_workspace(role: Role, workspace: Union[Workspace, str]) -> None:
+    ws = _as_workspace(workspace)
     logger.info("overriding `%s` role's workspace with `%s`", role.name, ws)
     role.workspace = ws

@@ -7,25 +7,40 @@ from collections.abc import Callable, Mapping
 
 from torchx.specs.api import DeviceMount
 
-__all__ = ["DEVICES", "get_device_mounts"]
+__all__ = [
+    "DEVICES",
+    "efa_to_devicemounts",
+    "get_device_mounts",
+    "neuron_to_devicemounts",
+    "to_devicemounts",
+]
 
 logger: logging.Logger = logging.getLogger(__name__)
 
 
-def _efa(count: int) -> list[DeviceMount]:
-    return [
-        DeviceMount(f"/dev/infiniband/uverbs{i}", f"/dev/infiniband/uverbs{i}")
-        for i in range(count)
-    ]
+def to_devicemounts(num_devices: int, device_type: str) -> list[DeviceMount]:
+    """Returns ``num_devices`` mounts ``{device_type}{i}`` -> ``{device_type}{i}``.
+
+    Args:
+        num_devices: how many devices (0 gives none).
+        device_type: the device path prefix, e.g. ``/dev/neuron``.
+    """
+    return [DeviceMount(f"{device_type}{i}", f"{device_type}{i}") for i in range(num_devices)]
 
 
-def _neuron(count: int) -> list[DeviceMount]:
-    return [DeviceMount(f"/dev/neuron{i}", f"/dev/neuron{i}") for i in range(count)]
+def efa_to_devicemounts(num_devices: int) -> list[DeviceMount]:
+    """Returns the mounts of ``num_devices`` EFA devices (``/dev/infiniband/uverbs{i}``)."""
+    return to_devicemounts(num_devices, "/dev/infiniband/uverbs")
+
+
+def neuron_to_devicemounts(num_devices: int) -> list[DeviceMount]:
+    """Returns the mounts of ``num_devices`` Neuron devices (``/dev/neuron{i}``)."""
+    return to_devicemounts(num_devices, "/dev/neuron")
 
 
 DEVICES: Mapping[str, Callable[[int], list[DeviceMount]]] = {
-    "vpc.amazonaws.com/efa": _efa,
-    "aws.amazon.com/neurondevice": _neuron,
+    "vpc.amazonaws.com/efa": efa_to_devicemounts,
+    "aws.amazon.com/neurondevice": neuron_to_devicemounts,
 }
 """Known named devices (``named_resources_aws.EFA_DEVICE`` and ``NEURON_DEVICE``)."""
 

@@ -4,10 +4,28 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["get_len_random_id", "make_unique", "random_id"]
+__all__ = [
+    "END_CANDIDATES",
+    "START_CANDIDATES",
+    "get_len_random_id",
+    "make_unique",
+    "random_id",
+    "random_uint64",
+]
 
-_FIRST_CHARS = "bcdfghjklmnpqrstvwxz"
-_OTHER_CHARS = _FIRST_CHARS + "012345679"
+START_CANDIDATES: str = "bcdfghjklmnpqrstvwxz"
+"""Characters an id may start with (consonants: ids are valid Kubernetes names)."""
+
+END_CANDIDATES: str = START_CANDIDATES + "012345679"
+"""Characters of the rest of an id."""
+
+_FIRST_CHARS = START_CANDIDATES
+_OTHER_CHARS = END_CANDIDATES
+
+
+def random_uint64() -> int:
+    """Returns a random unsigned 64-bit integer from ``os.urandom`` (not ``random.seed``)."""
+    return int.from_bytes(os.urandom(8), "big")
 
 
 def make_unique(name: str, string_length: int = 0) -> str:
@@ -33,7 +51,7 @@ def random_id() -> str:
     Returns:
         The id, typically 12 to 14 characters long.
     """
-    value = int.from_bytes(os.urandom(8), "big")
+    value = random_uint64()
     value, digit = divmod(value, len(_FIRST_CHARS))
     chars = [_FIRST_CHARS[digit]]
     while value:

@@ -22,8 +22,18 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
 from pprint import pformat
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
+from torchx.schedulers._local._compat import (
+    COMBINED_LOG,
+    STDERR_LOG,
+    STDOUT_LOG,
+    AppId,
+    AppName,
+    LogIterator,
+    PopenProtocol,
+    RoleName,
+)
 from torchx.schedulers._local._images import (
     CWDImageProvider,
     ImageProvider,
@@ -50,10 +60,28 @@ from torchx.schedulers.api import (
     filter_regex,
 )
 from torchx.schedulers.ids import make_unique
-from torchx.specs.api import TORCHX_HOME, AppDef, AppDryRunInfo, CfgVal, is_terminal
+from torchx.specs.api import (
+    NA,
+    TORCHX_HOME,
+    AppDef,
+    AppDryRunInfo,
+    CfgVal,
+    Role,
+    Workspace,
+    is_terminal,
+)
 
 __all__ = [
+    "COMBINED_LOG",
     "ENV_CUDA_VISIBLE_DEVICES",
+    "NA",
+    "STDERR_LOG",
+    "STDOUT_LOG",
+    "AppId",
+    "AppName",
+    "LogIterator",
+    "PopenProtocol",
+    "RoleName",
     "CWDImageProvider",
     "ImageProvider",
     "LocalDirectoryImageProvider",
@@ -173,6 +201,26 @@ class LocalScheduler(Scheduler[Mapping[str, CfgVal]]):
 
     def _validate(self, app: AppDef, scheduler: str, cfg: Mapping[str, CfgVal]) -> None:
         """No-op: local replicas run without resource requests."""
+
+    def _use_workspace(self, role: Role, workspace: Union[Workspace, str]) -> None:
+        """Runs ``role`` in the workspace directory (with ``CWDImageProvider``).
+
+        Raises:
+            ValueError: the workspace maps several projects, or is not a directory.
+        """
+        ws = Workspace.from_str(workspace) if isinstance(workspace, str) else workspace
+        if not ws.is_unmapped_single_project():
+            raise ValueError(
+                f"{self.backend} runs a role in one local directory, but workspace `{ws}` maps"
+                " several projects: pass one directory"
+            )
+        path = next(iter(ws.projects))
+        if not os.path.isdir(path):
+            raise ValueError(
+                f"workspace `{path}` is not a directory: pass an existing project directory"
+                f" ({self.backend} runs the role in it)"
+            )
+        role.workspace = ws
 
     def _submit_dryrun(self, app: AppDef, cfg: Mapping[str, CfgVal]) -> AppDryRunInfo[PopenRequest]:
         request = self._to_popen_request(app, cfg)

@@ -109,10 +109,15 @@ __all__ = [
     "Workspace",
 ]
 
-_LAZY = {"materialize_appdef": "torchx.specs.builders"}
+_LAZY = {"materialize_appdef": "torchx.specs.builders", "import_attr": "torchx.util.modules"}
 
 
 def __getattr__(name: str) -> Any:
+    if name == "plugins":  # the module reference TorchX code patches; loaded on first use
+        from torchx import plugins
+
+        globals()["plugins"] = plugins
+        return plugins
     module_name = _LAZY.get(name)
     if module_name is None:
         raise AttributeError(f"module 'torchx.specs' has no attribute {name!r}")

@@ -22,7 +22,6 @@ Lookups are case-insensitive, an exact match winning. Example::
 
 from __future__ import annotations
 
-import configparser
 import copy
 import difflib
 import importlib
@@ -178,29 +177,21 @@ def _config_factory(proto: Resource) -> ResourceFactory:
 def _config_named_resources() -> dict[str, ResourceFactory]:
     """Named resources from ``[named_resources]`` in ``.torchxconfig`` files (step 5).
 
-    Files come from ``torchx.runner.config.find_configs()``; the first file wins per key.
+    Files come from ``torchx.specs.torchxconfig.find_configs()``; the first file wins per key.
+    Values are read raw (no ``%`` interpolation, the one exception to TorchX's rules).
 
     Raises:
         ValueError: an entry is malformed (names the file, the key and the accepted forms).
     """
-    from torchx.runner import config
+    from torchx.specs.torchxconfig import TorchXConfig
 
     found: dict[str, ResourceFactory] = {}
-    for path in config.find_configs():
-        # no [DEFAULT] fallbacks: every key of the section is a resource name
-        parser = configparser.ConfigParser(interpolation=None, default_section="\0")
-        parser.optionxform = str  # type: ignore[assignment,method-assign]
-        parser.read(path)
-        if not parser.has_section(_CONFIG_SECTION):
-            continue
-        for key, text in parser.items(_CONFIG_SECTION):
-            if key in found:
-                continue
-            try:
-                proto = _parse_entry(text)
-            except ValueError as e:
-                raise _bad_entry(str(path), key, str(e)) from None
-            found[key] = _config_factory(proto)
+    for path, key, text in TorchXConfig.discover().named_resources():
+        try:
+            proto = _parse_entry(text)
+        except ValueError as e:
+            raise _bad_entry(str(path), key, str(e)) from None
+        found[key] = _config_factory(proto)
     return found
 
 

@@ -135,6 +135,26 @@ class AppStatus:
         """Returns True if the app is in a terminal state."""
         return is_terminal(self.state)
 
+    def error_summary(self) -> str:
+        """Returns one line saying why the app failed, or ``""`` when there is no error.
+
+        The line is the last non-empty line of the error message of
+        ``structured_error_msg`` (torchelastic's ``{"message": {"message": ...}}`` or a flat
+        ``{"message": ...}``, else the text itself); when the app has none, the first
+        replica error that has one.
+        """
+        from torchx.specs._status_format import error_summary
+
+        found = error_summary(self.structured_error_msg)
+        if found:
+            return found
+        for role in self.roles:
+            for replica in role.replicas:
+                found = error_summary(replica.structured_error_msg)
+                if found:
+                    return found
+        return ""
+
     def raise_for_status(self) -> None:
         """Raises :class:`AppStatusError` unless the app SUCCEEDED."""
         if self.state != AppState.SUCCEEDED:

@@ -12,7 +12,7 @@ from torchx.specs._constants import NONE
 if TYPE_CHECKING:
     from torchx.specs._state import AppStatus, ReplicaStatus, RoleStatus
 
-__all__ = ["format_app_status", "format_error_message"]
+__all__ = ["error_summary", "format_app_status", "format_error_message"]
 
 _NOT_AVAILABLE = "<N/A>"
 _NO_REPLY_STATES = ("FAILED", "CANCELLED")
@@ -76,6 +76,22 @@ def _parse_error(structured_error_msg: str) -> tuple[str, Any, Any] | None:
     if isinstance(message, str):
         return message, data.get("errorCode"), data.get("timestamp")
     return None
+
+
+def error_summary(structured_error_msg: str) -> str:
+    """Returns the last non-empty line of a structured error's message ("" for none).
+
+    Args:
+        structured_error_msg: torchelastic or flat JSON, any other text, or ``NONE``.
+    """
+    if not structured_error_msg or structured_error_msg == NONE:
+        return ""
+    parsed = _parse_error(structured_error_msg)
+    message = parsed[0] if parsed is not None else structured_error_msg
+    if message == _NOT_AVAILABLE:
+        return ""
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    return lines[-1] if lines else ""
 
 
 def _format_timestamp(ts: Any) -> str:

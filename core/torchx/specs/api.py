@@ -50,15 +50,23 @@ from torchx.specs._state import (
 )
 from torchx.specs._workspace import Workspace
 
+YELLOW_BOLD = "\033[1;33m"
+"""ANSI code for bold yellow (warnings about specs)."""
+
+RESET = "\033[0m"
+"""ANSI code that resets the colour."""
+
 __all__ = [
     "ALL",
     "MISSING",
     "NA",
     "NONE",
     "NULL_RESOURCE",
+    "RESET",
     "TORCHX_CONTEXT_NAME",
     "TORCHX_HOME",
     "UNKNOWN",
+    "YELLOW_BOLD",
     "_TERMINAL_STATES",
     "AppDef",
     "AppDryRunInfo",

@@ -26,11 +26,15 @@ from torchx.util.io import read_conf_file
 
 __all__ = [
     "ArgTypeValidator",
+    "ComponentFnVisitor",
     "ComponentFunctionValidator",
     "LinterMessage",
     "ReturnTypeValidator",
     "TorchXArgumentHelpFormatter",
     "get_fn_docstring",
+    "get_generic_type",
+    "get_optional_type",
+    "is_primitive",
     "read_conf_file",
     "validate",
 ]
@@ -139,6 +143,76 @@ def _unwrap(node: ast.expr) -> ast.expr:
                 node = node.right
                 continue
         return node
+
+
+def is_primitive(arg: ast.expr) -> bool:
+    """Returns whether the annotation ``arg`` is a bare name (``int``, ``str``, ``MyType``)."""
+    return isinstance(arg, ast.Name)
+
+
+def get_generic_type(arg: ast.expr) -> ast.expr:
+    """Returns the subscript of ``C[T]`` (``T``; a tuple node for ``C[K, V]``).
+
+    Raises:
+        TypeError: ``arg`` is not subscripted.
+    """
+    if not isinstance(arg, ast.Subscript):
+        raise TypeError(f"expected a subscripted type (C[T]), got {ast.unparse(arg)!r}")
+    return arg.slice
+
+
+def get_optional_type(arg: ast.expr) -> ast.expr | None:
+    """Returns ``T`` for ``Optional[T]``, ``T | None`` or ``None | T``; None otherwise."""
+    if _subscript_base(arg) in _OPTIONAL_NAMES:
+        return get_generic_type(arg)
+    if isinstance(arg, ast.BinOp) and isinstance(arg.op, ast.BitOr):
+        if _is_none(arg.right):
+            return arg.left
+        if _is_none(arg.left):
+            return arg.right
+    return None
+
+
+class ComponentFnVisitor(ast.NodeVisitor):
+    """Runs the validators on the function (or class) named ``component_function_name``.
+
+    Visit a parsed module; then ``linter_errors`` holds the problems found and
+    ``visited_function`` tells whether the component was found at all.
+
+    Args:
+        component_function_name: the component's name.
+        validators: the checks to run; None means ``[ArgTypeValidator(),
+            ReturnTypeValidator("AppDef")]``.
+    """
+
+    def __init__(
+        self,
+        component_function_name: str,
+        validators: list[ComponentFunctionValidator] | None,
+    ) -> None:
+        if validators is None:
+            validators = [ArgTypeValidator(), ReturnTypeValidator("AppDef")]
+        self.validators = validators
+        self.linter_errors: list[LinterMessage] = []
+        self.component_function_name = component_function_name
+        self.visited_function = False
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        """Validates the component function."""
+        if node.name == self.component_function_name:
+            self.visited_function = True
+            for validator in self.validators:
+                self.linter_errors += validator.validate(node)
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        """A class component: checks the return type of its ``build`` method, if defined."""
+        if node.name != self.component_function_name:
+            self.generic_visit(node)
+            return
+        self.visited_function = True
+        for stmt in node.body:
+            if isinstance(stmt, ast.FunctionDef) and stmt.name == "build":
+                self.linter_errors += ReturnTypeValidator("AppDef").validate(stmt)
 
 
 class ArgTypeValidator(ComponentFunctionValidator):

@@ -11,7 +11,20 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["read_conf_file", "get_file_contents"]
+__all__ = ["COMPONENTS_DIR", "get_abspath", "get_file_contents", "read_conf_file"]
+
+COMPONENTS_DIR: Path = Path("torchx/components")
+"""Where the builtin components live, relative to the directory that holds ``torchx``."""
+
+
+def get_abspath(relpath: str) -> str:
+    """Returns ``relpath`` joined onto the directory that holds the ``torchx`` package.
+
+    ``get_abspath("torchx/components/dist.py")`` is the builtin ``dist`` components file.
+    """
+    import torchx
+
+    return os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(torchx.__file__))), relpath)
 
 
 def get_file_contents(conf_file: str) -> str | None:

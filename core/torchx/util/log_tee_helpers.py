@@ -1,29 +1,29 @@
 """Stream the logs of every replica of an app, each line prefixed with ``{role}/{replica}``.
 
-Used by ``torchx log`` and by ``torchx run`` when it streams the logs of the app it launched.
-One thread reads each replica through ``Runner.log_lines``. The module imports the runner only
-when :func:`tee_logs` has to create one.
+:class:`LogTee` copies replica logs to any sink (a file's ``write``, a logger's ``info``):
+``torchx log``, ``torchx run`` and the Airflow operator all use it. One thread reads each
+replica through ``Runner.log_lines``. The module imports the runner only when
+:func:`tee_logs` has to create one.
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Optional, TextIO
 
 if TYPE_CHECKING:
     from torchx.runner import Runner
     from torchx.schedulers.api import Stream
-    from torchx.specs.api import AppDef, AppHandle
+    from torchx.specs.api import AppDef, AppHandle, AppStatus
 
-__all__ = [
-    "_find_role_replicas",
-    "_prefix_line",
-    "_start_threads_to_monitor_role_replicas",
-    "tee_logs",
-]
+__all__ = ["LogTee", "Sink", "replicas_of", "tee_logs"]
+
+Sink = Callable[[str], None]
+"""Where :class:`LogTee` sends each prefixed line."""
 
 logger: logging.Logger = logging.getLogger(__name__)
 
@@ -67,6 +67,119 @@ def _find_role_replicas(app: AppDef, role_name: Optional[str]) -> list[tuple[str
     ]
 
 
+def replicas_of(app: Optional[AppDef], status: Optional[AppStatus]) -> list[tuple[str, int]]:
+    """Returns ``(role, replica id)`` pairs from the app's roles, else from its status."""
+    if app is not None and app.roles:
+        return _find_role_replicas(app, None)
+    if status is not None:
+        return [(rs.role, rep.id) for rs in status.roles for rep in rs.replicas]
+    return []
+
+
+class LogTee:
+    """Copies the log lines of an app's replicas to a sink, each with a replica prefix.
+
+    :meth:`start` follows the logs in one daemon thread per replica until the app ends
+    (``should_tail``); :meth:`copy` reads what is there now in the calling thread. A replica
+    whose logs cannot be read never stops the others: its exception lands in :attr:`errors`.
+
+    Example::
+
+        tee = LogTee(runner, handle, sys.stdout.write, keep_newlines=True).start()
+        runner.wait(handle)
+        tee.join()
+
+    Args:
+        runner: the runner to read the logs through.
+        app_handle: the app.
+        sink: called with each prefixed line (in the replica threads when started).
+        replicas: ``(role, replica id)`` pairs; None means every replica of
+            ``runner.describe(app_handle)``.
+        prefix: the prefix format, with ``{role}`` and ``{replica}``.
+        regex: keep only lines matching this regex (None: all).
+        streams: which stream to read (None: the scheduler's default).
+        keep_newlines: pass line breaks to the sink (a file's ``write``); otherwise the
+            trailing break is stripped (a logger's ``info``).
+        on_error: called with ``(role, replica id, exception)`` when a replica's logs
+            cannot be read (the exception is also kept in :attr:`errors`).
+    """
+
+    def __init__(
+        self,
+        runner: Runner,
+        app_handle: AppHandle,
+        sink: Sink,
+        *,
+        replicas: Optional[Sequence[tuple[str, int]]] = None,
+        prefix: str = "{role}/{replica} ",
+        regex: Optional[str] = None,
+        streams: Optional[Stream] = None,
+        keep_newlines: bool = False,
+        on_error: Optional[Callable[[str, int, BaseException], None]] = None,
+    ) -> None:
+        self._runner = runner
+        self._handle = app_handle
+        self._sink = sink
+        self._replicas = replicas
+        self._prefix = prefix
+        self._regex = regex
+        self._streams = streams
+        self._keep = keep_newlines
+        self._on_error = on_error
+        self.errors: list[BaseException] = []
+        self.threads: list[threading.Thread] = []
+
+    def replicas(self) -> list[tuple[str, int]]:
+        """Returns the replicas to copy (described from the app when not given).
+
+        Raises:
+            ValueError: replicas were not given and the app does not exist.
+        """
+        if self._replicas is None:
+            app = self._runner.describe(self._handle)
+            if app is None:
+                raise ValueError(f"app `{self._handle}` does not exist")
+            self._replicas = _find_role_replicas(app, None)
+        return list(self._replicas)
+
+    def start(self, should_tail: bool = True) -> LogTee:
+        """Starts one daemon thread per replica and returns self."""
+        for role, k in self.replicas():
+            thread = threading.Thread(
+                target=self._copy_one,
+                args=(role, k, should_tail, None),
+                name=f"torchx-log-{role}-{k}",
+                daemon=True,
+            )
+            thread.start()
+            self.threads.append(thread)
+        return self
+
+    def join(self, timeout: Optional[float] = None) -> None:
+        """Waits (at most ``timeout`` s per thread) for the started threads."""
+        for thread in self.threads:
+            thread.join(timeout)
+
+    def copy(self, limit: Optional[int] = None) -> None:
+        """Copies the (first ``limit``) current lines of each replica, in this thread."""
+        for role, k in self.replicas():
+            self._copy_one(role, k, False, limit)
+
+    def _copy_one(self, role: str, k: int, should_tail: bool, limit: Optional[int]) -> None:
+        prefix = self._prefix.format(role=role, replica=k)
+        try:
+            lines = self._runner.log_lines(
+                self._handle, role, k, self._regex, should_tail=should_tail, streams=self._streams
+            )
+            for line in itertools.islice(lines, limit):
+                text = _prefix_line(prefix, line)
+                self._sink(text if self._keep else text.rstrip("\r\n"))
+        except Exception as e:  # a log problem is reported, never raised into the caller
+            self.errors.append(e)
+            if self._on_error is not None:
+                self._on_error(role, k, e)
+
+
 def _print_log_lines(
     dst: TextIO,
     runner: Runner,
@@ -79,17 +192,28 @@ def _print_log_lines(
     streams: Optional[Stream],
     colorize: bool = False,
 ) -> None:
-    try:
-        prefix = f"{role_name}/{replica_id} "
-        if colorize:
-            prefix = f"{_GREEN}{role_name}/{replica_id}{_ENDC} "
-        for line in runner.log_lines(
-            app_handle, role_name, replica_id, regex, should_tail=should_tail, streams=streams
-        ):
-            dst.write(_prefix_line(prefix, line))
-            dst.flush()
-    except Exception as e:  # reported by the caller that joins the threads
-        exceptions.append(e)
+    """Copies one replica's log lines to ``dst`` in this thread (TorchX's ``print_log_lines``).
+
+    A failure to read the logs is appended to ``exceptions`` instead of being raised.
+    """
+    prefix = f"{_GREEN}{{role}}/{{replica}}{_ENDC} " if colorize else "{role}/{replica} "
+
+    def write(text: str) -> None:
+        dst.write(text)
+        dst.flush()
+
+    tee = LogTee(
+        runner,
+        app_handle,
+        write,
+        replicas=[(role_name, replica_id)],
+        prefix=prefix,
+        regex=regex,
+        streams=streams,
+        keep_newlines=True,
+    )
+    tee._copy_one(role_name, replica_id, should_tail, None)
+    exceptions.extend(tee.errors)
 
 
 def _start_threads_to_monitor_role_replicas(
@@ -117,19 +241,23 @@ def _start_threads_to_monitor_role_replicas(
     Returns:
         The started threads, and the list their exceptions are appended to.
     """
-    exceptions: list[BaseException] = []
-    threads = []
-    for role_name, replica_id in replica_ids:
-        thread = threading.Thread(
-            target=_print_log_lines,
-            args=(dst, runner, app_handle, role_name, replica_id, regex, should_tail),
-            kwargs={"exceptions": exceptions, "streams": streams, "colorize": colorize},
-            name=f"torchx-log-{role_name}-{replica_id}",
-            daemon=True,
-        )
-        thread.start()
-        threads.append(thread)
-    return threads, exceptions
+    prefix = f"{_GREEN}{{role}}/{{replica}}{_ENDC} " if colorize else "{role}/{replica} "
+
+    def write(text: str) -> None:
+        dst.write(text)
+        dst.flush()
+
+    tee = LogTee(
+        runner,
+        app_handle,
+        write,
+        replicas=replica_ids,
+        prefix=prefix,
+        regex=regex,
+        streams=streams,
+        keep_newlines=True,
+    ).start(should_tail)
+    return tee.threads, tee.errors
 
 
 def tee_logs(

@@ -13,6 +13,7 @@ from typing import Any, TypeVar, Union, get_args, get_origin
 
 __all__ = [
     "to_dict",
+    "to_list",
     "decode",
     "decode_from_string",
     "decode_optional",
@@ -105,6 +106,13 @@ def to_dict(arg: str) -> dict[str, str]:
         key = piece[idx + 1 :].strip()
     result[key] = _unquote(pieces[-1])
     return result
+
+
+def to_list(arg: str) -> list[str]:
+    """Splits ``"a,b,c"`` on commas, stripping blanks around items; ``""`` gives ``[]``."""
+    if not arg.strip():
+        return []
+    return [item.strip() for item in arg.split(",")]
 
 
 def is_primitive(param_type: Any) -> bool:

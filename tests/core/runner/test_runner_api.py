@@ -24,6 +24,7 @@ from torchx.specs.api import (
     Workspace,
     runopts,
 )
+from torchx.specs.torchxconfig import TorchXConfig
 from torchx.workspace.api import WorkspaceMixin
 
 
@@ -260,13 +261,10 @@ def test_parent_run_id_env_beats_argument(runner: Runner, monkeypatch: pytest.Mo
     assert env["TORCHX_PARENT_RUN_ID"] == "from-env"
 
 
-def test_trackers_are_looked_up_at_call_time(
-    runner: Runner, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(
-        runner_api, "get_configured_trackers", lambda: {"fsspec": "/cfg.txt", "other": None}
-    )
-    env = runner.dryrun(make_app(), "fake").request["app"].roles[0].env
+def test_trackers_come_from_the_runners_config(factory: Factory) -> None:
+    text = "[torchx:tracker]\nfsspec =\nother =\n\n[tracker:fsspec]\nconfig = /cfg.txt\n"
+    with Runner("s", {"fake": factory}, config=TorchXConfig.from_text(text)) as runner:
+        env = runner.dryrun(make_app(), "fake").request["app"].roles[0].env
     assert env["TORCHX_TRACKERS"] == "fsspec,other"
     assert env["TORCHX_TRACKER_FSSPEC_CONFIG"] == "/cfg.txt"
     assert "TORCHX_TRACKER_OTHER_CONFIG" not in env

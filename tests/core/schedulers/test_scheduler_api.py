@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -140,17 +141,22 @@ def test_submit_dryrun_resolves_and_runs_pre_proc() -> None:
         sched.submit_dryrun(app, {})
 
 
-def test_submit_cancel_delete_exists() -> None:
+def test_submit_cancel_delete_exists(caplog: pytest.LogCaptureFixture) -> None:
     sched = _Fake()
-    app = AppDef("app", roles=[Role("r", "img", entrypoint="echo")])
+    app = AppDef("app", roles=[Role("r", "img", entrypoint="echo", resource=Resource(1, 0, 1))])
     assert sched.submit(app, {"queue": "q"}) == "app"
     assert sched.exists("app") and not sched.exists("nope")
     sched.cancel("nope")
     sched.cancel("app")
     sched.delete("app")
     assert sched.cancelled == ["app", "app"]
-    with pytest.raises(ValueError, match="scheduler `fake` does not support workspaces"):
-        sched.submit(app, {"queue": "q"}, workspace="/tmp")
+    # one preparation path with Runner.dryrun: a workspace the scheduler cannot use is
+    # ignored with a warning (as TorchX's Runner does), never silently
+    with caplog.at_level(logging.WARNING, logger="torchx.schedulers.api"):
+        assert sched.submit(app, {"queue": "q"}, workspace="/tmp") == "app"
+    assert "scheduler `fake` does not support workspaces: ignoring workspace `/tmp`" in caplog.text
+    with pytest.raises(ValueError, match=r"No resource for role: r \(image: img\)"):
+        sched.submit(AppDef("bad", roles=[Role("r", "img", entrypoint="echo")]), {"queue": "q"})
 
 
 def test_default_log_iter_validate_and_wait() -> None:

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from torchx.plugins import registry
-from torchx.runner import config
 from torchx.specs import Resource, named_resources, resource
+from torchx.specs import torchxconfig as config
 
 EFA = "vpc.amazonaws.com/efa"
 

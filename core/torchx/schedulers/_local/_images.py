@@ -27,6 +27,10 @@ class ImageProvider(abc.ABC):
         """Return the working directory replicas of ``image`` start in (None: inherit)."""
         return None
 
+    def get_role_cwd(self, role: Role) -> Optional[str]:
+        """Return the working directory replicas of ``role`` start in (``get_cwd(image)``)."""
+        return self.get_cwd(role.image)
+
     def get_entrypoint(self, img_root: str, role: Role) -> str:
         """Return the command replicas of ``role`` execute."""
         return role.entrypoint
@@ -34,6 +38,9 @@ class ImageProvider(abc.ABC):
 
 class CWDImageProvider(ImageProvider):
     """Ignores the image: the root and the working directory are the current directory.
+
+    A role whose workspace is one local directory (``--workspace DIR``, or the Airflow
+    operator's ``workspace=``) runs in that directory instead.
 
     Args:
         cfg: the run config (unused).
@@ -49,6 +56,21 @@ class CWDImageProvider(ImageProvider):
     def get_cwd(self, image: str) -> Optional[str]:
         """Return the current working directory."""
         return os.getcwd()
+
+    def fetch_role(self, role: Role) -> str:
+        """Return the role's workspace directory, else the current working directory."""
+        return _workspace_dir(role) or os.getcwd()
+
+    def get_role_cwd(self, role: Role) -> Optional[str]:
+        """Return the role's workspace directory, else the current working directory."""
+        return _workspace_dir(role) or os.getcwd()
+
+
+def _workspace_dir(role: Role) -> Optional[str]:
+    ws = role.workspace
+    if ws and ws.is_unmapped_single_project():
+        return os.path.abspath(next(iter(ws.projects)))
+    return None
 
 
 class LocalDirectoryImageProvider(ImageProvider):

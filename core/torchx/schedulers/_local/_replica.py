@@ -7,8 +7,11 @@ import os
 import selectors
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Callable
+
+from torchx.schedulers._local._reasons import start_error
 
 TYPE_CHECKING = False  # stdlib-only and fast to start: typing is imported for checkers only
 if TYPE_CHECKING:
@@ -60,7 +63,7 @@ class Replica:
         err_r, err_w = os.pipe()
         try:
             self.proc = subprocess.Popen(
-                self.spec["args"],
+                resolve_command(self.spec["args"], self.spec["env"]),
                 env=self.spec["env"],
                 cwd=self.spec.get("cwd") or None,
                 stdin=subprocess.DEVNULL,
@@ -72,7 +75,7 @@ class Replica:
         except (OSError, subprocess.SubprocessError) as e:
             for fd in (out_r, out_w, err_r, err_w):
                 os.close(fd)
-            self._write("stderr", f"torchx: failed to start {self.spec['args']!r}: {e}\n".encode())
+            self._write("stderr", f"torchx: {start_error(self.spec, e)}\n".encode())
             return e if isinstance(e, OSError) else OSError(str(e))
         finally:
             with contextlib.suppress(OSError):
@@ -188,6 +191,26 @@ class Replica:
         rest = self._partial.pop(stream, b"")
         if rest and "combined" in self._logs:
             _write_all(self._logs["combined"], rest + b"\n")
+
+
+def resolve_command(args: list[str], env: dict[str, str]) -> list[str]:
+    """Find a bare command on the replica's ``PATH``, else next to this Python interpreter.
+
+    ``torchrun`` or ``python`` of the environment that runs torchx are found even when that
+    environment is not activated (its ``bin`` is not on ``PATH``).
+    """
+    cmd = args[0] if args else ""
+    if not cmd or "/" in cmd:
+        return args
+    for folder in env.get("PATH", os.defpath).split(os.pathsep):
+        if _is_executable(os.path.join(folder or ".", cmd)):
+            return args
+    beside = os.path.join(os.path.dirname(sys.executable), cmd)
+    return [beside, *args[1:]] if _is_executable(beside) else args
+
+
+def _is_executable(path: str) -> bool:
+    return os.path.isfile(path) and os.access(path, os.X_OK)
 
 
 def _write_all(fd: int, data: bytes) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from pathlib import Path
@@ -123,7 +124,13 @@ class LocalApp:
                 RoleStatus(
                     name,
                     [
-                        ReplicaStatus(int(r["id"]), AppState[r["state"]], name, "localhost")
+                        ReplicaStatus(
+                            int(r["id"]),
+                            AppState[r["state"]],
+                            name,
+                            "localhost",
+                            structured_error_msg=_replica_error(r),
+                        )
                         for r in replicas
                     ],
                 )
@@ -154,6 +161,24 @@ class LocalApp:
         if not files:
             return None
         return min(files)[1].read_text(encoding="utf-8", errors="replace")
+
+
+def _replica_error(replica: dict[str, Any]) -> str:
+    """The replica's error as a TorchX error-file JSON (message, errorCode, timestamp), or NONE.
+
+    The supervisor records why a FAILED or CANCELLED replica ended (command not found, exit
+    code, who cancelled the app), so ``torchx status`` shows it instead of "no reply file".
+    """
+    reason = replica.get("reason")
+    if not reason or replica.get("state") not in ("FAILED", "CANCELLED"):
+        return NONE
+    return json.dumps(
+        {
+            "message": reason,
+            "errorCode": replica.get("exit_code"),
+            "timestamp": int(replica.get("ended_at") or 0),
+        }
+    )
 
 
 def find_app(root: Path, session: str, app_id: str) -> Optional[LocalApp]:

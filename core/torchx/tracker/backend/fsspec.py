@@ -38,9 +38,17 @@ from torchx.tracker.api import (
     build_lineage,
 )
 
-__all__ = ["FsspecTracker", "create"]
+__all__ = ["FsspecTracker", "create", "generate_filename"]
 
 _TMP_PREFIX = ".tmp-"
+
+
+def generate_filename() -> str:
+    """Returns a new entry file name that sorts by creation time and is unique across writers.
+
+    ``{time_ns:020d}-{pid}-{8 hex digits}``.
+    """
+    return f"{time.time_ns():020d}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
 
 
 def _encode_torchx_run_id(run_id: str) -> str:
@@ -109,7 +117,7 @@ class FsspecTracker(TrackerBase):
         self._fs.mv(tmp, path)
 
     def _new_entry(self, run_id: str, kind: str, payload: Mapping[str, object]) -> None:
-        name = f"{time.time_ns():020d}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        name = generate_filename()
         self._write_atomic(f"{self._run_dir(run_id)}/{kind}/{name}", json.dumps(payload))
 
     def _entries(self, run_id: str, kind: str) -> Iterator[dict[str, Any]]:

@@ -1,0 +1,62 @@
+"""Loading the cluster configuration, and turning an unreachable API server into one clear error."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+__all__ = ["ClusterUnreachable", "api_server_errors", "load_api_client"]
+
+
+class ClusterUnreachable(ConnectionError):
+    """The Kubernetes API server cannot be reached, or no cluster is configured."""
+
+
+def load_api_client() -> Any:
+    """An ``ApiClient`` from the in-cluster service account, else the kubeconfig.
+
+    Returns:
+        The configured client.
+
+    Raises:
+        ClusterUnreachable: neither configuration exists (says how to point at a cluster).
+    """
+    from kubernetes import client, config
+
+    configuration = client.Configuration()
+    try:
+        config.load_incluster_config(client_configuration=configuration)
+    except config.ConfigException:
+        try:
+            config.load_kube_config(client_configuration=configuration)
+        except (config.ConfigException, OSError) as e:
+            raise ClusterUnreachable(
+                f"no Kubernetes cluster configured ({e}); set KUBECONFIG to a kubeconfig file,"
+                " or for an offline --dryrun pass -cfg validate_spec=False"
+            ) from e
+    return client.ApiClient(configuration)
+
+
+@contextmanager
+def api_server_errors(api_client: Any, doing: str) -> Iterator[None]:
+    """Re-raise connection failures to the API server as one clear ``ClusterUnreachable``.
+
+    Args:
+        api_client: the client in use (its host goes into the message).
+        doing: what was being done, e.g. ``"validating the job spec"``.
+
+    Raises:
+        ClusterUnreachable: the server could not be reached.
+    """
+    from urllib3.exceptions import HTTPError
+
+    try:
+        yield
+    except HTTPError as e:
+        host = getattr(getattr(api_client, "configuration", None), "host", "?")
+        reason = getattr(e, "reason", None) or e
+        raise ClusterUnreachable(
+            f"cannot reach the Kubernetes API server at {host} while {doing}: {reason};"
+            " check that the cluster is up and KUBECONFIG points at it"
+        ) from e

@@ -1,0 +1,398 @@
+"""The ``local_docker`` scheduler: one container per replica on a Docker engine (§11.2).
+
+Every replica runs in its own container on a per-app user network ``torchx-{app_id}``, where
+rank 0 is reachable by its container name (``$TORCHX_RANK0_HOST``). Containers carry labels
+(app id, app name, session, role, replica), so ``describe``, ``list``, ``log_iter``, ``cancel``
+and ``delete`` work from any process. Unlike TorchX:
+
+- fail-fast: as soon as one replica fails (after its retries), the app is FAILED and the others
+  are stopped by whoever observes it (``describe``/``Runner.wait``);
+- a cancelled app stays CANCELLED: ``cancel`` leaves a labelled marker volume next to the
+  containers, and ``delete`` removes containers, network and marker;
+- ``list`` is scoped to the scheduler's session, like ``local_cwd``.
+
+Importing this module does not import the ``docker`` SDK (creating a scheduler does).
+"""
+
+from __future__ import annotations
+
+import builtins
+import logging
+import os
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Optional
+
+from torchx.schedulers._docker._request import (
+    LABEL_APP_ID,
+    LABEL_APP_NAME,
+    LABEL_MAX_RETRIES,
+    LABEL_REPLICA_ID,
+    LABEL_ROLE_INDEX,
+    LABEL_ROLE_NAME,
+    LABEL_SESSION,
+    LABEL_VERSION,
+    NETWORK,
+    DockerContainer,
+    DockerJob,
+    copy_env,
+    to_docker_job,
+)
+from torchx.schedulers._docker._state import (
+    CONTAINER_STATE,
+    ContainerInfo,
+    app_state,
+    container_state,
+    failure_msg,
+    roles_from_containers,
+    signature,
+)
+from torchx.schedulers.api import (
+    DescribeAppResponse,
+    ListAppResponse,
+    Scheduler,
+    Stream,
+    StructuredOpts,
+    filter_regex,
+    split_lines_iterator,
+)
+from torchx.schedulers.ids import make_unique
+from torchx.specs.api import (
+    AppDef,
+    AppDryRunInfo,
+    AppState,
+    is_terminal,
+)
+from torchx.workspace.docker_workspace import DockerWorkspaceMixin
+
+if TYPE_CHECKING:
+    from torchx.schedulers._docker_client import DockerEngine
+
+__all__ = [
+    "CONTAINER_STATE",
+    "LABEL_APP_ID",
+    "LABEL_APP_NAME",
+    "LABEL_REPLICA_ID",
+    "LABEL_ROLE_INDEX",
+    "LABEL_ROLE_NAME",
+    "LABEL_SESSION",
+    "LABEL_VERSION",
+    "NETWORK",
+    "DockerContainer",
+    "DockerJob",
+    "DockerScheduler",
+    "Opts",
+    "create_scheduler",
+    "ensure_network",
+    "has_docker",
+]
+
+logger: logging.Logger = logging.getLogger(__name__)
+
+DEFAULT_GRACE_PERIOD = 10.0
+LABEL_CANCELLED = "torchx.pytorch.org/cancelled"
+_INSTALL_HINT = "pip install 'torchx-flow[docker]'"
+
+
+def has_docker() -> bool:
+    """Returns whether the ``docker`` SDK is installed (without importing it)."""
+    import importlib.util
+
+    return importlib.util.find_spec("docker") is not None
+
+
+def _engine(client: Optional[Any]) -> DockerEngine:
+    if client is None and not has_docker():
+        raise ModuleNotFoundError(
+            f"scheduler `local_docker` needs the package `docker`, which is not installed;"
+            f" install it with: {_INSTALL_HINT}",
+            name="docker",
+        )
+    from torchx.schedulers._docker_client import DockerEngine
+
+    return DockerEngine(client)
+
+
+def ensure_network(client: Optional[Any] = None, network: Optional[str] = None) -> None:
+    """Creates a user bridge network unless it exists (TorchX's shared ``torchx`` by default).
+
+    Args:
+        client: a ``docker.DockerClient`` (default: from the environment).
+        network: the network name.
+    """
+    _engine(client).ensure_network(network or NETWORK, {LABEL_VERSION: _version()})
+
+
+def _version() -> str:
+    from torchx.version import __version__
+
+    return __version__
+
+
+@dataclass
+class Opts(StructuredOpts):
+    """Run options of ``local_docker``."""
+
+    copy_env: Optional[list[str]] = None
+    """glob patterns of launcher environment variables to copy into every replica (FOO_*)"""
+
+    env: Optional[dict[str, str]] = None
+    """environment variables for every replica (ENV1:v1,ENV2:v2), applied over copy_env's"""
+
+    privileged: bool = False
+    """run the containers with elevated permissions (`docker run --privileged`)"""
+
+
+class DockerScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, Any]]):
+    """Runs each replica as a container on a Docker engine.
+
+    Args:
+        session_name: the session apps are labelled with (``list`` shows this session's apps).
+        client: a ``docker.DockerClient``; default: ``docker.from_env()`` on first use.
+        grace_period: default seconds between SIGTERM and SIGKILL on cancel and fail-fast.
+    """
+
+    def __init__(
+        self,
+        session_name: str,
+        client: Optional[Any] = None,
+        grace_period: float = DEFAULT_GRACE_PERIOD,
+    ) -> None:
+        engine = _engine(client)
+        super().__init__("docker", session_name, docker_client=client, engine=engine)
+        self._engine = engine
+        self._grace_period = grace_period
+        self._described_at: dict[str, float] = {}
+        self._last_seen: dict[str, tuple[tuple[str, str, int], ...]] = {}
+        self._stopping: set[str] = set()
+
+    # -- submit ----------------------------------------------------------------------------
+
+    def _run_opts(self) -> Any:
+        return Opts.as_runopts()
+
+    def _validate(self, app: AppDef, scheduler: str, cfg: Mapping[str, Any]) -> None:
+        """No-op: a role without resources runs without limits."""
+
+    def _submit_dryrun(self, app: AppDef, cfg: Mapping[str, Any]) -> AppDryRunInfo[DockerJob]:
+        opts = Opts.from_cfg(cfg)
+        images_to_push = self.dryrun_push_images(app, cfg) if cfg.get("image_repo") else {}
+        job = to_docker_job(
+            app,
+            make_unique(app.name),
+            self.session_name,
+            env=opts.env,
+            copied_env=copy_env(opts.copy_env, os.environ),
+            privileged=bool(opts.privileged),
+        )
+        job.images_to_push = images_to_push
+        return AppDryRunInfo(job, str)
+
+    def schedule(self, dryrun_info: AppDryRunInfo[DockerJob]) -> str:
+        """Creates the app's network and starts its containers; returns the app id.
+
+        Raises:
+            DockerUnavailableError: no engine answers (one line naming ``DOCKER_HOST``).
+            RuntimeError: an image is missing or a container cannot start (nothing is left).
+        """
+        job: DockerJob = dryrun_info.request
+        if job.images_to_push:
+            self.push_images(job.images_to_push)
+        images = {c.image for c in job.containers}
+        for image in sorted(images):
+            if not image.startswith("sha256:"):
+                self._engine.ensure_image(image)
+        labels = {LABEL_VERSION: _version(), LABEL_APP_ID: job.app_id}
+        self._engine.ensure_network(job.network, labels)
+        try:
+            for container in job.containers:
+                self._engine.run(container)
+        except BaseException:
+            self._remove_app(job.app_id)
+            raise
+        return job.app_id
+
+    # -- queries ---------------------------------------------------------------------------
+
+    def _infos(self, app_id: str) -> list[tuple[str, ContainerInfo]]:
+        rows = self._engine.containers(f"{LABEL_APP_ID}={app_id}")
+        infos = []
+        for r in rows:
+            labels = r["labels"]
+            info = ContainerInfo(
+                name=r["name"],
+                status=r["status"],
+                exit_code=r["exit_code"],
+                role=labels.get(LABEL_ROLE_NAME, ""),
+                role_index=int(labels.get(LABEL_ROLE_INDEX, 0)),
+                replica_id=int(labels.get(LABEL_REPLICA_ID, 0)),
+                session=labels.get(LABEL_SESSION, ""),
+                retries=int(labels.get(LABEL_MAX_RETRIES, 0)),
+            )
+            infos.append((r["id"], info))
+        infos.sort(key=lambda t: (t[1].role_index, t[1].replica_id))
+        return infos
+
+    def _cancelled(self, app_id: str) -> bool:
+        return bool(self._engine.markers(f"{LABEL_CANCELLED}={app_id}"))
+
+    def describe(self, app_id: str) -> Optional[DescribeAppResponse]:
+        """Describes an app from its containers' labels and states; None if it has none."""
+        self._described_at[app_id] = time.time()
+        infos = self._infos(app_id)
+        self._last_seen[app_id] = signature(infos)
+        if not infos:
+            return None
+        states = [container_state(i.status, i.exit_code) for _, i in infos]
+        state = app_state(states, cancelled=self._cancelled(app_id))
+        if state == AppState.FAILED:
+            live = [cid for (cid, _), s in zip(infos, states, strict=True) if not is_terminal(s)]
+            self._fail_fast(app_id, live)
+        resp = DescribeAppResponse(app_id=app_id, state=state, num_restarts=0)
+        resp.msg = failure_msg(infos, states)
+        resp.roles, resp.roles_statuses = roles_from_containers(infos, states)
+        resp.num_restarts = sum(
+            self._engine.restart_count(cid) for cid, info in infos if info.retries
+        )
+        return resp
+
+    def _fail_fast(self, app_id: str, live: list[str]) -> None:
+        """Stops the replicas still running in a FAILED app, in the background."""
+        if not live or app_id in self._stopping:
+            return
+        self._stopping.add(app_id)
+
+        def stop() -> None:
+            try:
+                self._engine.stop(live, self._grace_period)
+            finally:
+                self._stopping.discard(app_id)
+
+        threading.Thread(target=stop, name=f"torchx-fail-fast-{app_id}", daemon=True).start()
+
+    def list(self, cfg: Optional[Mapping[str, Any]] = None) -> builtins.list[ListAppResponse]:
+        """Lists this session's apps (from any process), in container creation order."""
+        rows = self._engine.containers(f"{LABEL_SESSION}={self.session_name}")
+        cancelled = {
+            labels.get(LABEL_CANCELLED)
+            for labels in self._engine.markers(f"{LABEL_SESSION}={self.session_name}")
+        }
+        apps: dict[str, list[dict[str, Any]]] = {}
+        for r in reversed(rows):  # the engine lists the newest first
+            apps.setdefault(r["labels"].get(LABEL_APP_ID, ""), []).append(r)
+        return [
+            ListAppResponse(
+                app_id=app_id,
+                state=app_state(
+                    [container_state(r["status"], r["exit_code"]) for r in rs],
+                    cancelled=app_id in cancelled,
+                ),
+                app_handle=f"local_docker://{self.session_name}/{app_id}",
+                name=rs[0]["labels"].get(LABEL_APP_NAME, ""),
+            )
+            for app_id, rs in apps.items()
+        ]
+
+    def wait_for_change(self, app_id: str, timeout: float) -> None:
+        """Returns once the app changed since the last ``describe``, or after ``timeout`` seconds.
+
+        It blocks on the engine's events (a container starting, ending, pausing or being
+        removed), then waits briefly until the change is visible in the container list: the
+        engine emits ``die`` just before the container reads as exited.
+        """
+        seen = self._last_seen.get(app_id)
+        deadline = time.monotonic() + max(0.0, timeout)
+        if seen is None or signature(self._infos(app_id)) != seen:
+            return
+        since = self._described_at.get(app_id, time.time())
+        if not self._engine.wait_event(f"{LABEL_APP_ID}={app_id}", since, timeout):
+            return
+        while time.monotonic() < deadline and signature(self._infos(app_id)) == seen:
+            time.sleep(0.02)
+
+    # -- cancel and delete -----------------------------------------------------------------
+
+    def _cancel_existing(self, app_id: str) -> None:
+        """Marks the app cancelled, then stops its containers (SIGTERM, SIGKILL after grace)."""
+        infos = self._infos(app_id)
+        session = infos[0][1].session if infos else self.session_name
+        if not self._cancelled(app_id):
+            self._engine.create_marker(
+                f"torchx-cancelled-{app_id}",
+                {LABEL_CANCELLED: app_id, LABEL_APP_ID: app_id, LABEL_SESSION: session},
+            )
+        self._engine.stop([cid for cid, _ in infos], self._grace_period)
+
+    def _delete_existing(self, app_id: str) -> None:
+        """Stops the app, then removes its containers, network and marker."""
+        infos = self._infos(app_id)
+        self._engine.stop([cid for cid, _ in infos], self._grace_period)
+        self._remove_app(app_id)
+
+    def _remove_app(self, app_id: str) -> None:
+        label = f"{LABEL_APP_ID}={app_id}"
+        self._engine.remove([r["id"] for r in self._engine.containers(label)])
+        self._engine.remove_networks(label)
+        self._engine.remove_markers(label)
+        self._described_at.pop(app_id, None)
+        self._last_seen.pop(app_id, None)
+
+    # -- logs ------------------------------------------------------------------------------
+
+    def log_iter(
+        self,
+        app_id: str,
+        role_name: str,
+        k: int = 0,
+        regex: Optional[str] = None,
+        since: Optional[datetime] = None,
+        until: Optional[datetime] = None,
+        should_tail: bool = False,
+        streams: Optional[Stream] = None,
+    ) -> Iterable[str]:
+        """Iterates over the log lines of replica ``k`` of ``role_name`` (keeping newlines).
+
+        ``streams`` picks stdout, stderr or both (the default); ``should_tail`` follows the
+        container until it stops.
+
+        Raises:
+            ValueError: no such role or replica.
+        """
+        name = next(
+            (i.name for _, i in self._infos(app_id) if i.role == role_name and i.replica_id == k),
+            None,
+        )
+        if name is None:
+            raise ValueError(f"app {app_id} has no replica {k} of role `{role_name}`")
+        chunks = self._engine.logs(
+            name,
+            stdout=streams != Stream.STDERR,
+            stderr=streams != Stream.STDOUT,
+            since=since,
+            until=until,
+            follow=should_tail,
+        )
+        lines = split_lines_iterator(c.decode("utf-8", errors="replace") for c in chunks)
+        return filter_regex(regex, lines) if regex else lines
+
+
+def create_scheduler(session_name: str, **kwargs: Any) -> DockerScheduler:
+    """Creates a ``local_docker`` scheduler.
+
+    Args:
+        session_name: the session name.
+        kwargs: ``client`` (a ``docker.DockerClient``) and ``grace_period`` are used; other keys
+            are ignored.
+
+    Raises:
+        ModuleNotFoundError: the ``docker`` SDK is not installed and no client was given.
+    """
+    grace = kwargs.get("grace_period")
+    return DockerScheduler(
+        session_name,
+        client=kwargs.get("client"),
+        grace_period=float(grace) if grace not in (None, "") else DEFAULT_GRACE_PERIOD,
+    )

@@ -1,0 +1,396 @@
+"""The ``kubernetes`` scheduler: runs an AppDef as pods on a Kubernetes cluster (§11.3).
+
+Prerequisites
+=============
+
+``pip install 'torchx-flow[kubernetes]'`` and a kubeconfig (or an in-cluster service account).
+Two modes, chosen with the ``mode`` run option:
+
+- ``volcano`` (default, as in TorchX): one ``batch.volcano.sh/v1alpha1`` Job, one task per
+  replica, gang scheduled by Volcano (its controller and scheduler must run in the cluster).
+  ``queue`` is required. Rank 0 is reached through ``VC_{ROLE0}_0_HOSTS`` set by Volcano's
+  ``svc`` plugin.
+- ``plain``: standard ``batch/v1`` Jobs plus a headless Service; no Volcano needed.
+
+``torchx run -s kubernetes --dryrun -cfg queue=default,validate_spec=False ...`` prints the
+manifest without contacting the cluster.
+
+Compared with TorchX: labels are always valid label values, ``[FIELD_PATH]`` env values keep
+their whole field path, ``RetryPolicy.ROLE`` is rejected with a clear ``ValueError``, the
+rank-0 variable of a role with ``-`` in its name is the one Volcano sets, pod names longer than
+63 characters are rejected even without ``validate_spec``, and the run options
+``image_pull_secrets`` and ``tolerations`` are added.
+"""
+
+from __future__ import annotations
+
+import builtins
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Optional
+
+from torchx.schedulers._kubernetes.client import api_server_errors, load_api_client
+from torchx.schedulers._kubernetes.extras import add_pod_extras, parse_toleration
+from torchx.schedulers._kubernetes.names import (
+    ANNOTATION_ISTIO_SIDECAR,
+    LABEL_APP_NAME,
+    LABEL_INSTANCE_TYPE,
+    LABEL_KUBE_APP_NAME,
+    LABEL_ORGANIZATION,
+    LABEL_REPLICA_ID,
+    LABEL_ROLE_INDEX,
+    LABEL_ROLE_NAME,
+    LABEL_UNIQUE_NAME,
+    LABEL_VERSION,
+    MAX_NAME_LEN,
+    PLACEHOLDER_FIELD_PATH,
+    RESERVED_MEMMB,
+    RESERVED_MILLICPU,
+    pod_labels,
+    prefix_container_name,
+)
+from torchx.schedulers._kubernetes.opts import MODE_PLAIN, Opts
+from torchx.schedulers._kubernetes.overlay import apply_pod_overlay as _apply_pod_overlay
+from torchx.schedulers._kubernetes.plain_mode import plain_dryrun, replica_log
+from torchx.schedulers._kubernetes.plain_ops import PlainOps
+from torchx.schedulers._kubernetes.pod import role_to_pod
+from torchx.schedulers._kubernetes.replicas import Replica
+from torchx.schedulers._kubernetes.request import KubernetesJob, sanitize_for_serialization
+from torchx.schedulers._kubernetes.volcano import (
+    RETRY_POLICIES,
+    VolcanoSettings,
+    app_to_volcano_job,
+)
+from torchx.schedulers._kubernetes.volcano_ops import VolcanoOps, split_app_id
+from torchx.schedulers._kubernetes.volcano_status import JOB_STATE, TASK_STATE
+from torchx.schedulers.api import DescribeAppResponse, ListAppResponse, Scheduler, Stream
+from torchx.schedulers.ids import make_unique
+from torchx.specs.api import AppDef, AppDryRunInfo, CfgVal
+from torchx.specs.overlays import get_overlay
+from torchx.util.strings import normalize_str
+from torchx.workspace.docker_workspace import DockerWorkspaceMixin
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+    from torchx.schedulers._kubernetes.modes import ModeOps
+
+__all__ = [
+    "ANNOTATION_ISTIO_SIDECAR",
+    "JOB_STATE",
+    "KubernetesJob",
+    "KubernetesOpts",
+    "KubernetesScheduler",
+    "LABEL_APP_NAME",
+    "LABEL_INSTANCE_TYPE",
+    "LABEL_KUBE_APP_NAME",
+    "LABEL_ORGANIZATION",
+    "LABEL_REPLICA_ID",
+    "LABEL_ROLE_INDEX",
+    "LABEL_ROLE_NAME",
+    "LABEL_UNIQUE_NAME",
+    "LABEL_VERSION",
+    "Opts",
+    "PLACEHOLDER_FIELD_PATH",
+    "RESERVED_MEMMB",
+    "RESERVED_MILLICPU",
+    "RETRY_POLICIES",
+    "TASK_STATE",
+    "_apply_pod_overlay",
+    "app_to_resource",
+    "create_scheduler",
+    "make_unique",
+    "pod_labels",
+    "prefix_container_name",
+    "role_to_pod",
+    "sanitize_for_serialization",
+]
+
+logger: logging.Logger = logging.getLogger(__name__)
+
+KubernetesOpts = Opts
+"""TorchX's name for the run options."""
+
+
+def _replica_pod(app: AppDef, app_id: str, settings: VolcanoSettings, replica: Replica) -> Any:
+    # module globals are looked up at call time, so patched names (§15) take effect
+    pod = role_to_pod(
+        replica.name,
+        replica.materialized,
+        settings.service_account,
+        settings.reserved_millicpu,
+        settings.reserved_memmb,
+        settings.efa_device_count,
+    )
+    add_pod_extras(pod, settings.image_pull_secrets, settings.tolerations)
+    overlay = get_overlay(replica.role, "kubernetes", "V1Pod")
+    if overlay:
+        _apply_pod_overlay(pod, overlay)
+    labels = pod_labels(app, replica.role_idx, replica.role, replica.replica_id, app_id)
+    pod.metadata.labels = {**(pod.metadata.labels or {}), **labels}
+    return pod
+
+
+def app_to_resource(
+    app: AppDef,
+    queue: str,
+    service_account: Optional[str],
+    priority_class: Optional[str] = None,
+    reserved_millicpu: int = RESERVED_MILLICPU,
+    reserved_memmb: int = RESERVED_MEMMB,
+    efa_device_count: Optional[int] = None,
+    *,
+    image_pull_secrets: Sequence[str] = (),
+    tolerations: Sequence[str] = (),
+) -> dict[str, Any]:
+    """Build the Volcano Job for ``app`` (TorchX's signature, plus keyword-only extras).
+
+    Args:
+        app: the application.
+        queue: the Volcano queue.
+        service_account: the pods' service account, or None.
+        priority_class: the Job's PriorityClass, or None.
+        reserved_millicpu: subtracted from each CPU request.
+        reserved_memmb: subtracted from each memory request.
+        efa_device_count: None keeps ``resource.devices``; 0 removes EFA; N sets it.
+        image_pull_secrets: Secret names for pulling images.
+        tolerations: ``key[=value][:Effect]`` strings.
+
+    Returns:
+        The Job dict; task templates are ``V1Pod`` objects.
+
+    Raises:
+        ValueError: no roles, ``RetryPolicy.ROLE``, or a malformed toleration.
+    """
+    settings = VolcanoSettings(
+        queue=queue,
+        service_account=service_account,
+        priority_class=priority_class,
+        reserved_millicpu=reserved_millicpu,
+        reserved_memmb=reserved_memmb,
+        efa_device_count=efa_device_count,
+        image_pull_secrets=tuple(image_pull_secrets),
+        tolerations=tuple(parse_toleration(t) for t in tolerations),
+    )
+    app_id = normalize_str(make_unique(app.name))
+    return app_to_volcano_job(
+        app, app_id, settings, lambda replica: _replica_pod(app, app_id, settings, replica)
+    )
+
+
+def _check_pod_names(resource: Mapping[str, Any]) -> None:
+    job = resource["metadata"]["name"]
+    for task in resource["spec"]["tasks"]:
+        pod = f"{job}-{task['name']}-{task.get('replicas', 1) - 1}"
+        if len(pod) > MAX_NAME_LEN:
+            raise ValueError(
+                f"Pod name '{pod}' ({len(pod)} chars) exceeds {MAX_NAME_LEN} character limit."
+                " Shorten app.name or role names"
+            )
+
+
+class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVal]]):
+    """Runs apps on Kubernetes, as a Volcano Job (default) or as plain Jobs (``mode=plain``).
+
+    The app id is ``{namespace}:{job name}``. Cancel aborts a Volcano Job but keeps it for
+    inspection; ``delete`` removes it.
+
+    Args:
+        session_name: the session name.
+        client: a ``kubernetes.client.ApiClient``; None loads the in-cluster config, then the
+            kubeconfig, on first use.
+        docker_client: a ``docker.DockerClient`` for image workspaces (built, then pushed to
+            ``image_repo``); default: from the environment, only when a workspace is built.
+    """
+
+    def __init__(
+        self, session_name: str, client: Optional[Any] = None, docker_client: Optional[Any] = None
+    ) -> None:
+        super().__init__("kubernetes", session_name, docker_client=docker_client)
+        self._client = client
+
+    # -- client ------------------------------------------------------------------------------
+
+    def _api_client(self) -> Any:
+        if self._client is None:
+            self._client = load_api_client()
+        return self._client
+
+    def _get_active_context(self) -> dict[str, Any]:
+        from kubernetes import config
+
+        _, active = config.list_kube_config_contexts()
+        return dict(active or {})
+
+    def _volcano(self) -> VolcanoOps:
+        return VolcanoOps(self._api_client())
+
+    def _plain(self) -> PlainOps:
+        return PlainOps(self._api_client())
+
+    def _mode_ops(self) -> builtins.list[ModeOps]:
+        """Cluster operations of every mode, volcano first (see ``_kubernetes.modes``)."""
+        return [self._volcano(), self._plain()]
+
+    # -- submit ------------------------------------------------------------------------------
+
+    def _run_opts(self) -> Any:
+        return Opts.as_runopts()
+
+    def _validate(self, app: AppDef, scheduler: str, cfg: Mapping[str, CfgVal]) -> None:
+        """No-op (as TorchX): pods without resource requests are valid."""
+
+    def _submit_dryrun(
+        self, app: AppDef, cfg: Mapping[str, CfgVal]
+    ) -> AppDryRunInfo[KubernetesJob]:
+        opts = Opts.from_cfg(cfg)
+        opts.check()
+        if opts.mode == MODE_PLAIN:
+            return self._submit_dryrun_plain(app, opts)
+        return self._submit_dryrun_volcano(app, opts)
+
+    def _submit_dryrun_volcano(self, app: AppDef, opts: Opts) -> AppDryRunInfo[KubernetesJob]:
+        images_to_push = self.dryrun_push_images(app, opts)  # workspace images -> image_repo
+        resource = app_to_resource(
+            app,
+            str(opts.queue),
+            opts.service_account,
+            opts.priority_class,
+            opts.reserved_millicpu,
+            opts.reserved_memmb,
+            opts.efa_device_count,
+            image_pull_secrets=opts.image_pull_secrets,
+            tolerations=opts.tolerations,
+        )
+        _check_pod_names(resource)
+        if opts.validate_spec:
+            with api_server_errors(self._api_client(), "validating the job spec"):
+                self._volcano().create(opts.namespace, resource, dry_run=True)
+        return AppDryRunInfo(KubernetesJob(images_to_push=images_to_push, resource=resource), repr)
+
+    def _submit_dryrun_plain(self, app: AppDef, opts: Opts) -> AppDryRunInfo[KubernetesJob]:
+        settings = VolcanoSettings(
+            queue=str(opts.queue or ""),
+            service_account=opts.service_account,
+            reserved_millicpu=opts.reserved_millicpu,
+            reserved_memmb=opts.reserved_memmb,
+            efa_device_count=opts.efa_device_count,
+            image_pull_secrets=tuple(opts.image_pull_secrets),
+            tolerations=tuple(parse_toleration(t) for t in opts.tolerations),
+        )
+
+        def pod(app_id: str, replica: Replica) -> Any:
+            return _replica_pod(app, app_id, settings, replica)
+
+        if not opts.validate_spec:
+            return plain_dryrun(app, opts.namespace, opts.rank0_address, pod, None)
+        with api_server_errors(self._api_client(), "validating the job spec"):
+            return plain_dryrun(app, opts.namespace, opts.rank0_address, pod, self._plain())
+
+    def schedule(self, dryrun_info: AppDryRunInfo[KubernetesJob]) -> str:
+        """Create the app's objects on the cluster.
+
+        Returns:
+            ``{namespace}:{job name}``.
+
+        Raises:
+            ValueError: a Job with the same name already exists.
+        """
+        opts = Opts.from_cfg(dryrun_info._cfg or {})
+        if dryrun_info.request.images_to_push:
+            self.push_images(dryrun_info.request.images_to_push)
+        with api_server_errors(self._api_client(), "submitting the job"):
+            if opts.mode == MODE_PLAIN:
+                name = self._plain().create(dryrun_info.request.resource)
+            else:
+                name = self._volcano().create(opts.namespace, dryrun_info.request.resource)
+        return f"{opts.namespace}:{name}"
+
+    # -- existing apps -----------------------------------------------------------------------
+
+    def describe(self, app_id: str) -> Optional[DescribeAppResponse]:
+        """Describe the app; None if no mode knows it."""
+        namespace, name = split_app_id(app_id)
+        with api_server_errors(self._api_client(), f"describing {app_id}"):
+            for ops in self._mode_ops():
+                found = ops.describe(namespace, name)
+                if found is not None:
+                    return found
+        return None
+
+    def _cancel_existing(self, app_id: str) -> None:
+        namespace, name = split_app_id(app_id)
+        with api_server_errors(self._api_client(), f"cancelling {app_id}"):
+            for ops in self._mode_ops():
+                if ops.describe(namespace, name) is not None:
+                    ops.abort(namespace, name)
+                    return
+
+    def log_iter(
+        self,
+        app_id: str,
+        role_name: str,
+        k: int = 0,
+        regex: Optional[str] = None,
+        since: Optional[datetime] = None,
+        until: Optional[datetime] = None,
+        should_tail: bool = False,
+        streams: Optional[Stream] = None,
+    ) -> Iterable[str]:
+        """Lines of replica ``k``'s log, each with its newline (see ``_kubernetes.logs``).
+
+        Raises:
+            ValueError: a stream other than COMBINED, or (plain mode) no such replica.
+        """
+        namespace, name = split_app_id(app_id)
+        return replica_log(
+            self._plain(), namespace, name, role_name, k, regex, since, until, should_tail, streams
+        )
+
+    def wait_for_change(self, app_id: str, timeout: float) -> None:
+        """Return when a pod of a plain-mode app changes (a watch), else after ``timeout``."""
+        namespace, name = split_app_id(app_id)
+        ops = self._plain()
+        if ops.has_app(namespace, name):
+            ops.wait_for_change(namespace, name, timeout)
+        else:
+            super().wait_for_change(app_id, timeout)
+
+    def _delete_existing(self, app_id: str) -> None:
+        namespace, name = split_app_id(app_id)
+        with api_server_errors(self._api_client(), f"deleting {app_id}"):
+            for ops in self._mode_ops():
+                ops.delete(namespace, name)
+
+    def list(self, cfg: Optional[Mapping[str, CfgVal]] = None) -> builtins.list[ListAppResponse]:
+        """The apps of a namespace: ``cfg["namespace"]``, else the kube context's, else default."""
+        namespace = str((cfg or {}).get("namespace") or "") or self._context_namespace()
+        apps: builtins.list[ListAppResponse] = []
+        with api_server_errors(self._api_client(), f"listing apps in namespace {namespace}"):
+            for ops in self._mode_ops():
+                apps.extend(ops.list(namespace))
+        return apps
+
+    def _context_namespace(self) -> str:
+        try:
+            context = self._get_active_context()
+        except Exception:  # no kubeconfig (e.g. in-cluster): the default namespace
+            return "default"
+        return str((context.get("context") or {}).get("namespace") or "default")
+
+
+def create_scheduler(
+    session_name: str,
+    client: Optional[Any] = None,
+    docker_client: Optional[Any] = None,
+    **kwargs: Any,
+) -> KubernetesScheduler:
+    """Create a ``kubernetes`` scheduler.
+
+    Args:
+        session_name: the session name.
+        client: a ``kubernetes.client.ApiClient`` (tests inject one); None loads the config.
+        docker_client: unused (TorchX compatibility).
+        kwargs: ignored (every ``TORCHX_*`` env var arrives here).
+    """
+    return KubernetesScheduler(session_name, client=client, docker_client=docker_client)

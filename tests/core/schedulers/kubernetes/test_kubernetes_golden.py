@@ -1,0 +1,61 @@
+"""Golden manifests: ``--dryrun`` YAML of the kubernetes scheduler for fixed AppDefs.
+
+Regenerate after an intended change with ``TORCHX_REGEN_GOLDEN=1 pytest tests/core/schedulers/kubernetes``
+and review the diff. The random job name and the package version are replaced by placeholders.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _k8s_apps import ddp_2x1, kitchen_sink
+
+from torchx.schedulers.kubernetes_scheduler import create_scheduler
+from torchx.specs.api import AppDef, CfgVal
+from torchx.version import __version__
+
+GOLDEN = Path(__file__).parent / "golden"
+
+CASES: dict[str, tuple[Callable[[], AppDef], dict[str, CfgVal]]] = {
+    "volcano_ddp_2x1": (ddp_2x1, {"queue": "default"}),
+    "volcano_kitchen_sink": (
+        kitchen_sink,
+        {
+            "queue": "train-q",
+            "namespace": "ml",
+            "service_account": "trainer-sa",
+            "priority_class": "high",
+            "reserved_millicpu": 200,
+            "reserved_memmb": 2048,
+            "image_pull_secrets": ["regcred", "other"],
+            "tolerations": ["nvidia.com/gpu:NoSchedule", "pool=train", "spot"],
+        },
+    ),
+    "volcano_efa_removed": (kitchen_sink, {"queue": "q", "efa_device_count": 0}),
+}
+
+
+def render(app: AppDef, cfg: dict[str, CfgVal]) -> str:
+    scheduler = create_scheduler("test")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # Volcano retry warning
+        info = scheduler.submit_dryrun(app, {"validate_spec": False, **cfg})
+    resource: dict[str, Any] = info.request.resource
+    job = resource["metadata"]["name"]
+    return str(info).replace(job, "APP_ID").replace(f": {__version__}\n", ": VERSION\n")
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_golden_manifest(case: str) -> None:
+    make_app, cfg = CASES[case]
+    text = render(make_app(), cfg)
+    path = GOLDEN / f"{case}.yaml"
+    if os.environ.get("TORCHX_REGEN_GOLDEN"):
+        path.write_text(text)
+    assert path.is_file(), f"missing {path}; run with TORCHX_REGEN_GOLDEN=1 to create it"
+    assert text == path.read_text()
