@@ -169,16 +169,14 @@ def _check_tokens(app: AppDef, inputs: Sequence[ComponentInput]) -> None:
 
 def _override(
     app: AppDef, image: Optional[str], resource: Optional[str], max_retries: Optional[int]
-) -> None:
-    for role in app.roles:
-        if image:
-            role.image = image
-        if resource:
-            from torchx.specs import resource as named
+) -> AppDef:
+    """Applies the overrides through core's launch path (``torchx.runner.launch``)."""
+    if not (image or resource or max_retries is not None):
+        return app
+    from torchx.runner.launch import LaunchRequest, build_app
 
-            role.resource = named(h=resource)
-        if max_retries is not None:
-            role.max_retries = max_retries
+    request = LaunchRequest(app=app, image=image, resource=resource, max_retries=max_retries)
+    return build_app(request)
 
 
 def component_from_app(
@@ -235,7 +233,7 @@ def component_from_app(
     from torchx_kfp._task import task_settings
 
     resolved, found, channels = resolve_app(app, component_args, inputs)
-    _override(resolved, image, resource, max_retries)
+    resolved = _override(resolved, image, resource, max_retries)
     role = substitute_macros(resolved, check_single_task(resolved))
     for key, value in (env or {}).items():
         role.env.setdefault(key, value)
