@@ -134,6 +134,23 @@ def _mounts(app: AppDef, role: Role, settings: TaskSettings) -> None:
         settings.pvcs.append((mount.src, mount.dst_path))
 
 
+_TOLERATION_KEYS = ("key", "operator", "value", "effect", "toleration_seconds")
+
+
+def _toleration(toleration: Mapping[str, Any]) -> dict[str, Any]:
+    unknown = sorted(set(toleration) - set(_TOLERATION_KEYS))
+    if unknown:
+        import difflib
+
+        close = difflib.get_close_matches(unknown[0], _TOLERATION_KEYS, n=1)
+        hint = f" (did you mean `{close[0]}`?)" if close else ""
+        raise ValueError(
+            f"toleration {dict(toleration)} has unknown key `{unknown[0]}`{hint};"
+            f" valid keys: {', '.join(_TOLERATION_KEYS)}"
+        )
+    return dict(toleration)
+
+
 def _annotations(app: AppDef, role: Role) -> dict[str, str]:
     import json
 
@@ -173,7 +190,7 @@ def task_settings(
         enable_caching=enable_caching,
         display_name=display_name or app.name,
         node_selector=dict(node_selector or {}),
-        tolerations=[dict(t) for t in tolerations or []],
+        tolerations=[_toleration(t) for t in tolerations or []],
         secrets={k: dict(v) for k, v in (secrets or {}).items()},
         shm=shm,
         annotations=_annotations(app, role),

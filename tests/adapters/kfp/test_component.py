@@ -288,3 +288,13 @@ def test_plugin_component_from_entry_point(tmp_path: Path, monkeypatch: pytest.M
     monkeypatch.setattr(finder, "_components", {})
     comp = component_from_app("plug.comps.fit")
     assert [(i.name, i.default) for i in comp.inputs] == [("lr", "0.1")]
+
+
+def test_bad_toleration_key_suggests_the_right_one() -> None:
+    with pytest.raises(ValueError, match=r"unknown key `efect` \(did you mean `effect`\?\)"):
+        component_from_app(_one_role(), tolerations=[{"key": "gpu", "efect": "NoSchedule"}])
+
+
+def test_unknown_component_is_one_clear_error() -> None:
+    with pytest.raises(Exception, match="not found.*Did you mean: `utils.echo`"):
+        component_from_app("utils.ech")
