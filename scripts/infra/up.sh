@@ -22,6 +22,10 @@ if [ $status = 0 ]; then
   echo "$out"
   export "$out"
   "$here/images.sh" || status=1
+  # the docker-compose Airflow stack's images (Postgres, Airflow + this project, built offline)
+  if [ $status = 0 ] && [ -x "$here/compose-images.sh" ]; then
+    "$here/compose-images.sh" >&2 || status=1
+  fi
 fi
 if [ $status = 0 ]; then
   if reg=$("$here/registry.sh" env 2>/dev/null); then

@@ -70,7 +70,15 @@ class DockerEngine:
 
     def __init__(self, client: Optional[Any] = None) -> None:
         self._client = client
+        self._injected = client is not None
         self._checked = client is not None
+
+    def close(self) -> None:
+        """Closes the SDK client if this facade created it (an injected one is the caller's)."""
+        if self._client is not None and not self._injected:
+            self._client.close()
+            self._client = None
+            self._checked = False
 
     @property
     def client(self) -> Any:

@@ -22,10 +22,10 @@ import os
 import threading
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Optional
 
+from torchx.schedulers._docker._opts import Opts
 from torchx.schedulers._docker._request import (
     LABEL_APP_ID,
     LABEL_APP_NAME,
@@ -55,7 +55,6 @@ from torchx.schedulers.api import (
     ListAppResponse,
     Scheduler,
     Stream,
-    StructuredOpts,
     filter_regex,
     split_lines_iterator,
 )
@@ -130,20 +129,6 @@ def _version() -> str:
     from torchx.version import __version__
 
     return __version__
-
-
-@dataclass
-class Opts(StructuredOpts):
-    """Run options of ``local_docker``."""
-
-    copy_env: Optional[list[str]] = None
-    """glob patterns of launcher environment variables to copy into every replica (FOO_*)"""
-
-    env: Optional[dict[str, str]] = None
-    """environment variables for every replica (ENV1:v1,ENV2:v2), applied over copy_env's"""
-
-    privileged: bool = False
-    """run the containers with elevated permissions (`docker run --privileged`)"""
 
 
 class DockerScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, Any]]):
@@ -325,6 +310,17 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, Any]]):
                 {LABEL_CANCELLED: app_id, LABEL_APP_ID: app_id, LABEL_SESSION: session},
             )
         self._engine.stop([cid for cid, _ in infos], self._grace_period)
+
+    def delete(self, app_id: str) -> None:
+        """Deletes the app; also removes a network or marker left after its containers went."""
+        if self.exists(app_id):
+            self._delete_existing(app_id)
+        else:
+            self._remove_app(app_id)
+
+    def close(self) -> None:
+        """Closes the engine connection this scheduler opened (apps keep running)."""
+        self._engine.close()
 
     def _delete_existing(self, app_id: str) -> None:
         """Stops the app, then removes its containers, network and marker."""

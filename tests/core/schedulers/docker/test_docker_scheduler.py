@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -244,4 +245,26 @@ def test_volume_and_device_mounts(sched: Any) -> None:
             client.volumes.get(volume).remove(force=True)
         except docker.errors.NotFound:
             pass
+        client.close()
+
+
+@pytest.mark.docker
+def test_delete_removes_a_network_left_without_containers(sched: Any) -> None:
+    import docker
+
+    from torchx.schedulers.docker_scheduler import LABEL_APP_ID, ensure_network
+
+    app_id = "orphan-" + os.urandom(4).hex()
+    client = docker.from_env()
+    try:
+        client.networks.create(f"torchx-{app_id}", driver="bridge", labels={LABEL_APP_ID: app_id})
+        assert sched.describe(app_id) is None
+        sched.delete(app_id)
+        assert client.networks.list(names=[f"torchx-{app_id}"]) == []
+        ensure_network(client, f"torchx-{app_id}")  # TorchX's helper: idempotent create
+        ensure_network(client, f"torchx-{app_id}")
+        assert len(client.networks.list(names=[f"torchx-{app_id}"])) == 1
+    finally:
+        for net in client.networks.list(names=[f"torchx-{app_id}"]):
+            net.remove()
         client.close()
