@@ -34,6 +34,7 @@ venv: $(STAMP_DEV)
 run: $(STAMP_RUN)
 	PATH="$(CURDIR)/$(BIN):$$PATH" scripts/run-main-job.sh
 	PATH="$(CURDIR)/$(BIN):$$PATH" scripts/airflow-dags-test.sh
+	PATH="$(CURDIR)/$(BIN):$$PATH" PYTHON=$(CURDIR)/$(PY) scripts/kfp-local-run.sh
 
 ## make test: ruff + mypy on the packages, then the whole test suite, with the local Docker engine
 ## and Kubernetes cluster up where this machine can start them (scripts/infra; stopped afterwards)
@@ -56,6 +57,7 @@ bench: $(STAMP_DEV)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(PY) bench/bench_airflow.py
 	PATH="$(CURDIR)/$(BIN):$$PATH" scripts/infra/with-infra.sh $(PY) bench/bench_docker.py
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(PY) bench/bench_workflow.py
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(PY) bench/bench_kfp.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache
