@@ -5,11 +5,12 @@ SIGTERM (a KFP run cancelled, the pod deleted) cancels the app before the task e
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Optional
 
 from torchx_kfp._errors import TorchXKfpAppError
@@ -85,6 +86,21 @@ def _failure(handle: str, status: Optional[AppStatus]) -> str:
     return f"{head}: {summary}\n{status.format()}" if summary else f"{head}\n{status.format()}"
 
 
+@contextlib.contextmanager
+def _environ(env: Mapping[str, Any]) -> Iterator[None]:
+    """Sets ``env`` in ``os.environ`` (the runner reads tracker settings there); restores it."""
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update({k: str(v) for k, v in env.items()})
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
 class _CancelOnTerm:
     """Cancels the app on SIGTERM while installed (main thread only), then exits 143."""
 
@@ -127,9 +143,8 @@ def launch(
     from torchx.runner import get_runner
     from torchx.util.log_tee_helpers import LogTee, replicas_of
 
-    os.environ.update({k: str(v) for k, v in env.items()})
     request = launch_request(spec, params, scheduler, scheduler_cfg, parent_run_id)
-    with get_runner() as runner:
+    with _environ(env), get_runner() as runner:
         info = runner.dryrun_request(request)
         handle = runner.schedule(info)
         emit(f"launched TorchX app {handle}")
