@@ -54,6 +54,7 @@ bench: $(STAMP_DEV)
 	$(PY) -m compileall -q core adapters
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(PY) bench/bench_local.py
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(PY) bench/bench_airflow.py
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(PY) bench/bench_kubernetes.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache
