@@ -392,3 +392,18 @@ def test_importing_the_scheduler_does_not_import_the_client() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
     assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize(
+    ("names", "error"),
+    [
+        (
+            ["data_reader", "DataReader"],
+            "roles `data_reader` and `DataReader` both become task names `datareader-N`",
+        ),
+        (["__"], "role name `__` has no letters or digits"),
+    ],
+)
+def test_role_names_that_cannot_be_task_names(names: list[str], error: str) -> None:
+    with pytest.raises(ValueError, match=error):
+        _dryrun(AppDef("app", [_role(name=n) for n in names]))
