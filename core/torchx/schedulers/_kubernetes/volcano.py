@@ -140,6 +140,12 @@ def app_to_volcano_job(
     """
     if not app.roles:
         raise ValueError(f"app `{app.name}` has no roles; add at least one Role")
+    if not app_id[:1].isalpha():
+        # Volcano's svc plugin names a Service after the Job: a DNS-1035 label
+        raise ValueError(
+            f"Job name `{app_id}` must start with a letter (Volcano names a Service after it);"
+            f" start the app name `{app.name}` with a letter"
+        )
     check_role_names(app)
     for role in app.roles:
         if role.max_retries > 0:

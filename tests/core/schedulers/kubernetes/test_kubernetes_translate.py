@@ -407,3 +407,8 @@ def test_importing_the_scheduler_does_not_import_the_client() -> None:
 def test_role_names_that_cannot_be_task_names(names: list[str], error: str) -> None:
     with pytest.raises(ValueError, match=error):
         _dryrun(AppDef("app", [_role(name=n) for n in names]))
+
+
+def test_job_name_must_start_with_a_letter() -> None:
+    with pytest.raises(ValueError, match="start the app name `1st-run` with a letter"):
+        _dryrun(AppDef("1st-run", [_role()]))
