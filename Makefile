@@ -54,6 +54,8 @@ bench: $(STAMP_DEV)
 	$(PY) -m compileall -q core adapters
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(PY) bench/bench_local.py
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(PY) bench/bench_airflow.py
+	PATH="$(CURDIR)/$(BIN):$$PATH" scripts/infra/with-infra.sh $(PY) bench/bench_docker.py
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(PY) bench/bench_workflow.py
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(PY) bench/bench_kubernetes.py
 
 clean:

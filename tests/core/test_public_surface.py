@@ -72,6 +72,11 @@ SURFACE: dict[str, str] = {
     "torchx.schedulers.devices": (
         "DEVICES efa_to_devicemounts get_device_mounts neuron_to_devicemounts to_devicemounts"
     ),
+    "torchx.schedulers.docker_scheduler": (
+        "CONTAINER_STATE DockerContainer DockerJob DockerScheduler LABEL_APP_ID "
+        "LABEL_REPLICA_ID LABEL_ROLE_NAME LABEL_VERSION NETWORK Opts create_scheduler "
+        "ensure_network has_docker"
+    ),
     "torchx.schedulers.ids": "END_CANDIDATES START_CANDIDATES make_unique random_id random_uint64",
     "torchx.schedulers.local_scheduler": (
         "AppId AppName COMBINED_LOG CWDImageProvider ENV_CUDA_VISIBLE_DEVICES "
@@ -165,6 +170,10 @@ SURFACE: dict[str, str] = {
     "torchx.version": "TORCHX_IMAGE",
     "torchx.workspace": "WorkspaceMixin walk_workspace",
     "torchx.workspace.api": "PkgInfo TORCHX_IGNORE WorkspaceBuilder WorkspaceMixin walk_workspace",
+    "torchx.workspace.docker_workspace": (
+        "AppDef CfgVal DEFAULT_DOCKERFILE DockerWorkspaceMixin Role TORCHX_DOCKERFILE "
+        "WorkspaceMixin print_push_events runopts walk_workspace"
+    ),
     "torchx.workspace.dir_workspace": "CfgVal DirWorkspaceMixin Role TmpDirWorkspaceMixin WorkspaceMixin walk_workspace",
     "torchx.schedulers.kubernetes_scheduler": (
         "ANNOTATION_ISTIO_SIDECAR JOB_STATE KubernetesJob KubernetesOpts "
@@ -177,26 +186,15 @@ SURFACE: dict[str, str] = {
 }
 
 PENDING: dict[str, str] = {
-    "torchx.schedulers.docker_scheduler": (
-        "CONTAINER_STATE DockerContainer DockerJob DockerScheduler LABEL_APP_ID "
-        "LABEL_REPLICA_ID LABEL_ROLE_NAME LABEL_VERSION NETWORK Opts create_scheduler "
-        "ensure_network has_docker"
-    ),
     "torchx.schedulers.slurm_scheduler": (
         "SLURM_JOB_DIRS SLURM_STATES SlurmBatchRequest SlurmOpts SlurmReplicaRequest "
         "SlurmScheduler appstate_from_slurm_state create_scheduler get_appstate_from_job "
         "version"
     ),
-    "torchx.workspace.docker_workspace": (
-        "AppDef CfgVal DEFAULT_DOCKERFILE DockerWorkspaceMixin Role TORCHX_DOCKERFILE "
-        "WorkspaceMixin print_push_events runopts walk_workspace"
-    ),
 }
 
 PENDING_WHAT = {
-    "torchx.schedulers.docker_scheduler": "local_docker scheduler",
     "torchx.schedulers.slurm_scheduler": "slurm scheduler",
-    "torchx.workspace.docker_workspace": "docker workspace",
 }
 
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import builtins
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Optional
 
 from torchx.schedulers._kubernetes.client import api_server_errors, load_api_client
@@ -51,6 +51,8 @@ from torchx.schedulers._kubernetes.names import (
 )
 from torchx.schedulers._kubernetes.opts import MODE_PLAIN, Opts
 from torchx.schedulers._kubernetes.overlay import apply_pod_overlay as _apply_pod_overlay
+from torchx.schedulers._kubernetes.plain_mode import plain_dryrun, replica_log
+from torchx.schedulers._kubernetes.plain_ops import PlainOps
 from torchx.schedulers._kubernetes.pod import role_to_pod
 from torchx.schedulers._kubernetes.replicas import Replica
 from torchx.schedulers._kubernetes.request import KubernetesJob, sanitize_for_serialization
@@ -61,7 +63,7 @@ from torchx.schedulers._kubernetes.volcano import (
 )
 from torchx.schedulers._kubernetes.volcano_ops import VolcanoOps, split_app_id
 from torchx.schedulers._kubernetes.volcano_status import JOB_STATE, TASK_STATE
-from torchx.schedulers.api import DescribeAppResponse, ListAppResponse, Scheduler
+from torchx.schedulers.api import DescribeAppResponse, ListAppResponse, Scheduler, Stream
 from torchx.schedulers.ids import make_unique
 from torchx.specs.api import AppDef, AppDryRunInfo, CfgVal
 from torchx.specs.overlays import get_overlay
@@ -69,6 +71,8 @@ from torchx.util.strings import normalize_str
 from torchx.workspace.docker_workspace import DockerWorkspaceMixin
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from torchx.schedulers._kubernetes.modes import ModeOps
 
 __all__ = [
@@ -221,9 +225,12 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVal]])
     def _volcano(self) -> VolcanoOps:
         return VolcanoOps(self._api_client())
 
+    def _plain(self) -> PlainOps:
+        return PlainOps(self._api_client())
+
     def _mode_ops(self) -> builtins.list[ModeOps]:
         """Cluster operations of every mode, volcano first (see ``_kubernetes.modes``)."""
-        return [self._volcano()]
+        return [self._volcano(), self._plain()]
 
     # -- submit ------------------------------------------------------------------------------
 
@@ -262,9 +269,23 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVal]])
         return AppDryRunInfo(KubernetesJob(images_to_push=images_to_push, resource=resource), repr)
 
     def _submit_dryrun_plain(self, app: AppDef, opts: Opts) -> AppDryRunInfo[KubernetesJob]:
-        raise NotImplementedError(
-            "kubernetes mode=plain is not available in this build; use mode=volcano"
+        settings = VolcanoSettings(
+            queue=str(opts.queue or ""),
+            service_account=opts.service_account,
+            reserved_millicpu=opts.reserved_millicpu,
+            reserved_memmb=opts.reserved_memmb,
+            efa_device_count=opts.efa_device_count,
+            image_pull_secrets=tuple(opts.image_pull_secrets),
+            tolerations=tuple(parse_toleration(t) for t in opts.tolerations),
         )
+
+        def pod(app_id: str, replica: Replica) -> Any:
+            return _replica_pod(app, app_id, settings, replica)
+
+        if not opts.validate_spec:
+            return plain_dryrun(app, opts.namespace, opts.rank0_address, pod, None)
+        with api_server_errors(self._api_client(), "validating the job spec"):
+            return plain_dryrun(app, opts.namespace, opts.rank0_address, pod, self._plain())
 
     def schedule(self, dryrun_info: AppDryRunInfo[KubernetesJob]) -> str:
         """Create the app's objects on the cluster.
@@ -276,12 +297,13 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVal]])
             ValueError: a Job with the same name already exists.
         """
         opts = Opts.from_cfg(dryrun_info._cfg or {})
-        if opts.mode == MODE_PLAIN:
-            raise NotImplementedError("kubernetes mode=plain is not available in this build")
         if dryrun_info.request.images_to_push:
             self.push_images(dryrun_info.request.images_to_push)
         with api_server_errors(self._api_client(), "submitting the job"):
-            name = self._volcano().create(opts.namespace, dryrun_info.request.resource)
+            if opts.mode == MODE_PLAIN:
+                name = self._plain().create(dryrun_info.request.resource)
+            else:
+                name = self._volcano().create(opts.namespace, dryrun_info.request.resource)
         return f"{opts.namespace}:{name}"
 
     # -- existing apps -----------------------------------------------------------------------
@@ -303,6 +325,36 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVal]])
                 if ops.describe(namespace, name) is not None:
                     ops.abort(namespace, name)
                     return
+
+    def log_iter(
+        self,
+        app_id: str,
+        role_name: str,
+        k: int = 0,
+        regex: Optional[str] = None,
+        since: Optional[datetime] = None,
+        until: Optional[datetime] = None,
+        should_tail: bool = False,
+        streams: Optional[Stream] = None,
+    ) -> Iterable[str]:
+        """Lines of replica ``k``'s log, each with its newline (see ``_kubernetes.logs``).
+
+        Raises:
+            ValueError: a stream other than COMBINED, or (plain mode) no such replica.
+        """
+        namespace, name = split_app_id(app_id)
+        return replica_log(
+            self._plain(), namespace, name, role_name, k, regex, since, until, should_tail, streams
+        )
+
+    def wait_for_change(self, app_id: str, timeout: float) -> None:
+        """Return when a pod of a plain-mode app changes (a watch), else after ``timeout``."""
+        namespace, name = split_app_id(app_id)
+        ops = self._plain()
+        if ops.has_app(namespace, name):
+            ops.wait_for_change(namespace, name, timeout)
+        else:
+            super().wait_for_change(app_id, timeout)
 
     def _delete_existing(self, app_id: str) -> None:
         namespace, name = split_app_id(app_id)

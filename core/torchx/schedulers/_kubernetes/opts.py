@@ -9,11 +9,12 @@ from torchx.schedulers._api_opts import StructuredOpts
 from torchx.schedulers._kubernetes.names import RESERVED_MEMMB, RESERVED_MILLICPU
 from torchx.specs.api import InvalidRunConfigException
 
-__all__ = ["MODES", "MODE_PLAIN", "MODE_VOLCANO", "Opts"]
+__all__ = ["MODES", "MODE_PLAIN", "MODE_VOLCANO", "RANK0_ADDRESSES", "Opts"]
 
 MODE_VOLCANO = "volcano"
 MODE_PLAIN = "plain"
 MODES = (MODE_VOLCANO, MODE_PLAIN)
+RANK0_ADDRESSES = ("dns", "pod_ip")
 
 
 @dataclass
@@ -59,6 +60,11 @@ class Opts(StructuredOpts):
     tolerations: list[str] = field(default_factory=list)
     """pod tolerations `key[:value]:Effect`, e.g. `nvidia.com/gpu:NoSchedule;pool:train:`"""
 
+    rank0_address: str = "dns"
+    """plain mode: how replicas reach rank 0; `dns` (the headless Service's name for rank 0's pod,
+    needs cluster DNS) or `pod_ip` (rank 0's Job starts first and its pod IP is passed on; for
+    clusters without DNS)"""
+
     def check(self) -> None:
         """Validate values that the option types alone do not constrain.
 
@@ -72,6 +78,10 @@ class Opts(StructuredOpts):
                 "queue",
                 "is required in volcano mode (e.g. -cfg queue=default), or use -cfg mode=plain",
                 self.queue,
+            )
+        if self.rank0_address not in RANK0_ADDRESSES:
+            raise _invalid(
+                "rank0_address", f"must be one of {', '.join(RANK0_ADDRESSES)}", self.rank0_address
             )
         for key in ("reserved_millicpu", "reserved_memmb"):
             if getattr(self, key) < 0:

@@ -171,7 +171,9 @@ def test_cli_run_status_log_list_on_local_docker(tmp_path: Path) -> None:
         listed = run_torchx("list", "-s", "local_docker")
         assert handle.rsplit("/", 1)[1] in listed.stdout, listed.stderr
     finally:
-        run_torchx("delete", handle)
+        deleted = run_torchx("delete", handle)
+    assert deleted.returncode == 0, deleted.stderr
+    assert run_torchx("status", handle).returncode != 0  # gone
 
 
 def test_unreachable_engine_is_one_line_naming_docker_host(tmp_path: Path) -> None:
@@ -213,3 +215,33 @@ def test_with_the_docker_sdk_local_docker_is_the_default() -> None:
     from torchx.schedulers import get_default_scheduler_name
 
     assert get_default_scheduler_name() == "local_docker"
+
+
+@pytest.mark.docker
+def test_volume_and_device_mounts(sched: Any) -> None:
+    import uuid
+
+    import docker
+
+    from torchx.specs.api import DeviceMount, VolumeMount
+
+    volume = f"torchx-test-{uuid.uuid4().hex[:10]}"
+    script = "echo kept > /vol/f && cat /vol/f && test -c /dev/torchx-null && echo device-ok"
+    role = _sh(
+        "m",
+        script,
+        mounts=[VolumeMount(volume, "/vol"), DeviceMount("/dev/null", "/dev/torchx-null", "rw")],
+    )
+    client = docker.from_env()
+    try:
+        app_id = _run(sched, AppDef("mounts", roles=[role]))
+        desc = _wait(sched, app_id)
+        assert desc.state == AppState.SUCCEEDED, list(sched.log_iter(app_id, "m"))
+        assert list(sched.log_iter(app_id, "m")) == ["kept\n", "device-ok\n"]
+        sched.delete(app_id)
+    finally:
+        try:
+            client.volumes.get(volume).remove(force=True)
+        except docker.errors.NotFound:
+            pass
+        client.close()

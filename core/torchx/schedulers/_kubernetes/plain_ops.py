@@ -1,0 +1,325 @@
+"""Plain-mode operations on the API server through an injected ``ApiClient``.
+
+Plain mode has no controller of its own, so two rules are enforced by the scheduler whenever it
+looks at an app (``describe``, hence ``status`` and ``wait``): a failed replica fails the app
+and the other replicas are stopped (their Jobs get ``parallelism: 0``, which makes the Job
+controller delete their pods, and the ``stopped: peer-failed`` annotation). Cancel does the same
+with ``stopped: cancelled`` and keeps the Jobs, so the app reads CANCELLED until deleted.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any, Optional
+
+from torchx.schedulers._kubernetes.names import (
+    LABEL_ORGANIZATION,
+    LABEL_REPLICA_ID,
+    LABEL_ROLE_NAME,
+    LABEL_UNIQUE_NAME,
+    task_name,
+)
+from torchx.schedulers._kubernetes.plain import (
+    ANNOTATION_STOPPED,
+    LABEL_MODE,
+    MODE_LABEL_VALUE,
+    PlainRequest,
+    fill_rank0_ip,
+    job_name,
+    service_name,
+)
+from torchx.schedulers._kubernetes.plain_status import (
+    app_names,
+    app_state,
+    failure,
+    newest_pods,
+    replica_views,
+    role_statuses,
+)
+from torchx.schedulers.api import DescribeAppResponse, ListAppResponse
+from torchx.specs.api import AppState, is_terminal
+
+__all__ = ["PlainOps", "RANK0_IP_TIMEOUT"]
+
+RANK0_IP_TIMEOUT = 600.0
+"""Seconds ``pod_ip`` submission waits for rank 0's pod to get an IP (it may be queued)."""
+
+_SELECTOR = f"{LABEL_ORGANIZATION}=torchx.pytorch.org,{LABEL_MODE}={MODE_LABEL_VALUE}"
+
+
+def _api_exception() -> type[Exception]:
+    from kubernetes.client.rest import ApiException
+
+    exc: type[Exception] = ApiException
+    return exc
+
+
+def app_selector(name: str) -> str:
+    """The label selector of every Job, pod and Service of plain-mode app ``name``."""
+    return f"{LABEL_UNIQUE_NAME}={name},{LABEL_MODE}={MODE_LABEL_VALUE}"
+
+
+class PlainOps:
+    """Create, read, stop and delete plain-mode apps.
+
+    Args:
+        api_client: a configured ``kubernetes.client.ApiClient``.
+        sleep: how to wait between polls (tests may pass a faster one).
+    """
+
+    def __init__(self, api_client: Any, sleep: Callable[[float], None] = time.sleep) -> None:
+        from kubernetes import client
+
+        self._batch = client.BatchV1Api(api_client)
+        self._core = client.CoreV1Api(api_client)
+        self._sleep = sleep
+
+    # -- submit ---------------------------------------------------------------------------
+
+    def validate(self, request: PlainRequest) -> None:
+        """Server-side dry-run create of every object (nothing is stored).
+
+        Raises:
+            ValueError: the API server rejected an object (its reason).
+        """
+        try:
+            self._core.create_namespaced_service(request.namespace, request.service, dry_run="All")
+            for job in request.jobs:
+                self._batch.create_namespaced_job(request.namespace, job, dry_run="All")
+        except _api_exception() as e:
+            raise ValueError(f"Invalid job spec: {getattr(e, 'reason', e)}") from e
+
+    def create(self, request: PlainRequest, rank0_ip_timeout: float = RANK0_IP_TIMEOUT) -> str:
+        """Create the Service and the Jobs; with ``pod_ip`` rank 0 goes first.
+
+        Returns:
+            The app name.
+
+        Raises:
+            ValueError: the app already exists.
+            RuntimeError: rank 0's pod got no IP in time (everything created is deleted).
+        """
+        ns = request.namespace
+        try:
+            self._core.create_namespaced_service(ns, request.service)
+        except _api_exception() as e:
+            if getattr(e, "status", None) == 409:
+                raise ValueError(
+                    f"Job `{request.app_id}` already exists. This seems like a transient"
+                    " exception, try resubmitting job"
+                ) from e
+            raise
+        try:
+            self._create_jobs(request, rank0_ip_timeout)
+        except BaseException:
+            self.delete(ns, request.app_id)
+            raise
+        return request.app_id
+
+    def _create_jobs(self, request: PlainRequest, rank0_ip_timeout: float) -> None:
+        ns = request.namespace
+        first, rest = request.jobs[0], request.jobs[1:]
+        self._batch.create_namespaced_job(ns, first)
+        if rest and request.rank0_address == "pod_ip":
+            ip = self._wait_pod_ip(ns, first.metadata.name, rank0_ip_timeout)
+            for job in rest:
+                fill_rank0_ip(job, ip)
+        for job in rest:
+            self._batch.create_namespaced_job(ns, job)
+
+    def _wait_pod_ip(self, namespace: str, job: str, timeout: float) -> str:
+        deadline = time.monotonic() + timeout
+        while True:
+            pods = self._core.list_namespaced_pod(namespace, label_selector=f"job-name={job}")
+            for pod in pods.items:
+                if pod.status is not None and pod.status.pod_ip:
+                    return str(pod.status.pod_ip)
+                if pod.status is not None and pod.status.phase in ("Failed", "Succeeded"):
+                    raise RuntimeError(
+                        f"rank 0 pod {pod.metadata.name} ended ({pod.status.phase}) before it"
+                        " got an IP; see `torchx log` for its output"
+                    )
+            if time.monotonic() > deadline:
+                raise RuntimeError(
+                    f"rank 0 of Job {job} got no pod IP within {timeout:.0f} s (is it schedulable?"
+                    " `kubectl describe job` shows why); with cluster DNS use rank0_address=dns"
+                )
+            self._sleep(0.2)
+
+    # -- read -----------------------------------------------------------------------------
+
+    def _jobs(self, namespace: str, name: str) -> list[Any]:
+        items = self._batch.list_namespaced_job(namespace, label_selector=app_selector(name))
+        return list(items.items)
+
+    def _pods(self, namespace: str, name: str) -> list[Any]:
+        items = self._core.list_namespaced_pod(namespace, label_selector=app_selector(name))
+        return list(items.items)
+
+    def has_app(self, namespace: str, name: str) -> bool:
+        """Whether a plain-mode app ``name`` has a Job in ``namespace``."""
+        found = self._batch.list_namespaced_job(
+            namespace, label_selector=app_selector(name), limit=1
+        )
+        return bool(found.items)
+
+    def wait_for_change(self, namespace: str, name: str, timeout: float) -> None:
+        """Block until a pod of the app changes (a watch event) or ``timeout`` seconds pass."""
+        from kubernetes import watch
+
+        selector = app_selector(name)
+        listed = self._core.list_namespaced_pod(namespace, label_selector=selector)
+        stream = watch.Watch().stream(
+            self._core.list_namespaced_pod,
+            namespace,
+            label_selector=selector,
+            resource_version=listed.metadata.resource_version,
+            timeout_seconds=max(int(timeout), 1),
+        )
+        try:
+            for _ in stream:
+                return
+        finally:
+            stream.close()
+
+    def describe(self, namespace: str, name: str) -> Optional[DescribeAppResponse]:
+        """Describe the app, stopping the other replicas of an app that failed.
+
+        Returns:
+            The response (app id ``{namespace}:{name}``), or None when no Job of it exists.
+        """
+        jobs = self._jobs(namespace, name)
+        if not jobs:
+            return None
+        views = replica_views(jobs, self._pods(namespace, name))
+        cancelled = any(_stopped(job) == "cancelled" for job in jobs)
+        state = app_state([v.state for v in views], cancelled)
+        if state == AppState.FAILED and any(not is_terminal(v.state) for v in views):
+            self.stop(namespace, name, "peer-failed")
+            views = replica_views(self._jobs(namespace, name), self._pods(namespace, name))
+        msg, error = failure(views)
+        errors = {i: error for i, v in enumerate(views) if v.state == AppState.FAILED and error}
+        restarts = [
+            max(((v.job.status and v.job.status.failed) or 0) - _final(v.state), 0) for v in views
+        ]
+        return DescribeAppResponse(
+            app_id=f"{namespace}:{name}",
+            state=state,
+            num_restarts=max(restarts, default=0),
+            msg=msg,
+            structured_error_msg=error,
+            roles_statuses=role_statuses(views, errors),
+        )
+
+    def list(self, namespace: str) -> list[ListAppResponse]:
+        """Every plain-mode app in ``namespace`` (from its Jobs' labels and conditions)."""
+        jobs = self._batch.list_namespaced_job(namespace, label_selector=_SELECTOR).items
+        out = []
+        for name, app_jobs in app_names(jobs).items():
+            views = replica_views(app_jobs, [])
+            cancelled = any(_stopped(job) == "cancelled" for job in app_jobs)
+            state = app_state([_list_state(v.job, v.state) for v in views], cancelled)
+            out.append(ListAppResponse(app_id=f"{namespace}:{name}", state=state, name=name))
+        return out
+
+    def log_pod(
+        self, namespace: str, name: str, role: str, k: int, wait: float = 0.0
+    ) -> Optional[str]:
+        """The newest pod of replica ``k`` of ``role`` once its container started, else None.
+
+        Args:
+            namespace: the app's namespace.
+            name: the app name.
+            role: the role name.
+            k: the replica id.
+            wait: seconds to wait for the container to start (0: do not wait).
+
+        Raises:
+            ValueError: the app has no such replica (naming the replicas it has).
+        """
+        job = job_name(name, task_name(role, k))
+        deadline = time.monotonic() + wait
+        while True:
+            pods = self._core.list_namespaced_pod(namespace, label_selector=f"job-name={job}")
+            pod = newest_pods(pods.items).get(job)
+            if pod is not None and pod.status is not None and pod.status.phase != "Pending":
+                return str(pod.metadata.name)
+            if pod is None and not self._exists(namespace, job):
+                raise ValueError(self._no_replica(namespace, name, role, k))
+            if time.monotonic() >= deadline:
+                return None
+            self._sleep(0.25)
+
+    def _exists(self, namespace: str, job: str) -> bool:
+        try:
+            self._batch.read_namespaced_job(job, namespace)
+        except _api_exception() as e:
+            if getattr(e, "status", None) == 404:
+                return False
+            raise
+        return True
+
+    def _no_replica(self, namespace: str, name: str, role: str, k: int) -> str:
+        labels = [j.metadata.labels or {} for j in self._jobs(namespace, name)]
+        have = sorted(f"{x.get(LABEL_ROLE_NAME)}/{x.get(LABEL_REPLICA_ID)}" for x in labels)
+        return (
+            f"app {namespace}:{name} has no replica {role}/{k};"
+            f" its replicas are: {', '.join(have) or 'none'}"
+        )
+
+    def read_log(self) -> Callable[..., Any]:
+        """``CoreV1Api.read_namespaced_pod_log`` of this client."""
+        return self._core.read_namespaced_pod_log
+
+    # -- stop / delete ----------------------------------------------------------------------
+
+    def abort(self, namespace: str, name: str) -> None:
+        """Cancel: stop every unfinished replica, keeping the Jobs (the app reads CANCELLED)."""
+        self.stop(namespace, name, "cancelled")
+
+    def stop(self, namespace: str, name: str, reason: str) -> None:
+        """Stop every unfinished replica: ``parallelism: 0`` plus the ``stopped`` annotation."""
+        body = {
+            "metadata": {"annotations": {ANNOTATION_STOPPED: reason}},
+            "spec": {"parallelism": 0},
+        }
+        for job in self._jobs(namespace, name):
+            view = replica_views([job], [])[0]
+            if view.state in (AppState.SUCCEEDED, AppState.FAILED) or _stopped(job):
+                continue
+            self._batch.patch_namespaced_job(job.metadata.name, namespace, body)
+
+    def delete(self, namespace: str, name: str) -> None:
+        """Delete the Jobs (their pods with them) and the Service; missing ones are skipped."""
+        for job in self._jobs(namespace, name):
+            self._ignore_404(
+                self._batch.delete_namespaced_job,
+                job.metadata.name,
+                namespace,
+                propagation_policy="Background",
+            )
+        self._ignore_404(self._core.delete_namespaced_service, service_name(name), namespace)
+
+    def _ignore_404(self, call: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
+        try:
+            call(*args, **kwargs)
+        except _api_exception() as e:
+            if getattr(e, "status", None) != 404:
+                raise
+
+
+def _stopped(job: Any) -> Optional[str]:
+    value = (job.metadata.annotations or {}).get(ANNOTATION_STOPPED)
+    return str(value) if value else None
+
+
+def _final(state: AppState) -> int:
+    return 1 if state == AppState.FAILED else 0
+
+
+def _list_state(job: Any, state: AppState) -> AppState:
+    # without pods: a Job with an active pod counts as running
+    if state == AppState.PENDING and job.status is not None and job.status.active:
+        return AppState.RUNNING
+    return state

@@ -1,0 +1,63 @@
+"""A 2-pod ``dist.ddp -j 2x1`` run of ``examples/train.py`` trains for real on the local cluster.
+
+Rank 1 reaches rank 0's c10d store at rank 0's pod IP (``rank0_address=pod_ip``: the cluster has
+no DNS; in production ``dns`` names rank 0 through the headless Service). The pods run this venv
+(``venv_image``, checkout mounted read-only) and write the checkpoint to a host directory.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _k8s_live import api_client, leftovers, mounts_arg, namespace, venv_image, wait_until
+from _support import run_torchx
+
+pytestmark = [pytest.mark.k8s, pytest.mark.slow]
+
+REPO = Path(__file__).resolve().parents[4]
+
+
+@pytest.fixture(scope="module")
+def client() -> Iterator[Any]:
+    pytest.importorskip("torch")
+    api = api_client()
+    yield api
+    api.close()
+
+
+def test_ddp_2x1_trains_across_two_pods(client: Any, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    with namespace(client, "tx-ddp") as ns, venv_image() as image:
+        opts = f"mode=plain,namespace={ns},rank0_address=pod_ip,reserved_millicpu=950"
+        run = run_torchx(
+            "run", "-s", "kubernetes", "-cfg", opts,
+            "dist.ddp", "-j", "2x1", "--cpu", "1", "--image", image,
+            "--mounts", mounts_arg("type=bind", f"src={out}", f"dst={out}"),
+            "--script", str(REPO / "examples" / "train.py"),
+            "--", "--steps", "30", "--output-dir", str(out),
+        )  # fmt: skip
+        assert run.returncode == 0, run.stderr
+        handle = run.stdout.strip().splitlines()[-1]
+        app_id = handle.rsplit("/", 1)[-1]
+        name = app_id.split(":", 1)[1]
+
+        wait_until(
+            "the training to finish",
+            lambda: any(s in run_torchx("status", handle).stdout for s in ("SUCCEEDED", "FAILED")),
+            timeout=420,
+        )
+        status = run_torchx("status", handle).stdout
+        logs = run_torchx("log", handle).stdout
+        assert "SUCCEEDED" in status, status + logs
+        # both pods took part: two nodes, one rank each (world size 2)
+        assert (out / name / "model.pt").is_file(), logs
+        assert "training on 2 workers, 30 steps" in logs, logs
+        assert "worker 1/2 ready" in logs, logs
+        assert run_torchx("delete", handle).returncode == 0
+        wait_until("the app's objects to go", lambda: not leftovers(client, ns, name))
+    assert os.listdir(out) == [name]

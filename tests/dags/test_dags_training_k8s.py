@@ -1,0 +1,116 @@
+"""The example training DAG on the local Kubernetes cluster: triggered with
+``{"scheduler": "kubernetes"}``, every step (prepare, the DDP train step, evaluate) runs as pods.
+
+What the run relies on (besides ``tests/_k8s_live.py``): the ``torchx_default`` connection (an
+``AIRFLOW_CONN_*`` variable) carries a ``.torchxconfig`` whose ``[kubernetes]`` section selects
+plain mode in a fresh namespace, and whose ``[component:...]`` sections give the components an
+image with this venv on ``PATH`` and the mounts (checkout read-only, the work directory
+read-write at its host path, where the steps exchange data and the checkpoint).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _k8s_live import api_client, mounts_arg, namespace, venv_image
+
+REPO = Path(__file__).resolve().parents[2]
+
+pytestmark = [
+    pytest.mark.skipif(
+        importlib.util.find_spec("airflow") is None,
+        reason="apache-airflow is not installed (pip install -e '.[airflow]')",
+    ),
+    pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch is not installed"),
+    pytest.mark.k8s,
+    pytest.mark.slow,
+]
+
+
+@pytest.fixture
+def client() -> Iterator[Any]:
+    api = api_client()
+    yield api
+    api.close()
+
+
+def torchxconfig(ns: str, image: str, workdir: Path) -> str:
+    mounts = mounts_arg("type=bind", f"src={workdir}", f"dst={workdir}")
+    # a 2-CPU node: requests are kept small by reserving (nearly) all of each role's CPU
+    return f"""
+[kubernetes]
+mode = plain
+namespace = {ns}
+rank0_address = pod_ip
+reserved_millicpu = 950
+
+[component:utils.python]
+image = {image}
+mounts = {mounts}
+
+[component:dist.ddp]
+image = {image}
+mounts = {mounts}
+"""
+
+
+def test_training_dag_runs_its_steps_as_pods(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, client: Any
+) -> None:
+    from torchx_airflow._local_airflow import prepare_home
+
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    with namespace(client, "tx-dag") as ns, venv_image() as image:
+        env = prepare_home(
+            tmp_path / "airflow", template=tmp_path_factory.getbasetemp() / "airflow-template"
+        )
+        connection = {
+            "conn_type": "torchx",
+            "extra": {"torchxconfig": torchxconfig(ns, image, workdir)},
+        }
+        env = {
+            **os.environ,
+            **env,
+            "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "dags"),
+            "AIRFLOW_CONN_TORCHX_DEFAULT": json.dumps(connection),
+            "PATH": f"{os.path.dirname(sys.executable)}:{os.environ.get('PATH', '')}",
+        }
+        conf = {"scheduler": "kubernetes", "workdir": str(workdir), "steps": 20}
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "torchx_airflow._local_airflow",
+                "test",
+                str(REPO / "dags" / "torchx_training.py"),
+                "torchx_training",
+                "--conf",
+                json.dumps(conf),
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=600,
+        )
+        output = proc.stdout + proc.stderr
+        assert proc.returncode == 0, output[-4000:]
+        summary = json.loads(proc.stdout.strip().splitlines()[-1])
+        assert summary["state"] == "success", output[-4000:]
+        train = summary["tasks"]["train"]["xcom"]["return_value"]
+        assert train["state"] == "SUCCEEDED"
+        assert train["app_handle"].startswith(f"kubernetes://torchx/{ns}:")
+        name = train["app_id"].split(":", 1)[1]
+        checkpoint = workdir / "out" / name / "model.pt"
+        assert checkpoint.is_file()
+        # the train step's pod log was copied into the task log
+        assert f"checkpoint saved to {checkpoint}" in output
+        assert f"evaluated {checkpoint} (trained 20 steps): mse" in output
