@@ -282,10 +282,14 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVal]])
         def pod(app_id: str, replica: Replica) -> Any:
             return _replica_pod(app, app_id, settings, replica)
 
+        images_to_push = self.dryrun_push_images(app, opts)  # workspace images -> image_repo
         if not opts.validate_spec:
-            return plain_dryrun(app, opts.namespace, opts.rank0_address, pod, None)
-        with api_server_errors(self._api_client(), "validating the job spec"):
-            return plain_dryrun(app, opts.namespace, opts.rank0_address, pod, self._plain())
+            info = plain_dryrun(app, opts.namespace, opts.rank0_address, pod, None)
+        else:
+            with api_server_errors(self._api_client(), "validating the job spec"):
+                info = plain_dryrun(app, opts.namespace, opts.rank0_address, pod, self._plain())
+        info.request.images_to_push = images_to_push
+        return info
 
     def schedule(self, dryrun_info: AppDryRunInfo[KubernetesJob]) -> str:
         """Create the app's objects on the cluster.

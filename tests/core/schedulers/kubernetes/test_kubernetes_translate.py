@@ -376,6 +376,15 @@ def test_workspace_images_are_renamed_to_image_repo_and_planned_for_push() -> No
         _dryrun(AppDef("app", [_role(image="sha256:abc123")]))
 
 
+def test_plain_mode_also_renames_and_pushes_workspace_images() -> None:
+    app = AppDef("app", [_role(image="sha256:abc123")])
+    info = ks.create_scheduler("t").submit_dryrun(
+        app, {"mode": "plain", "validate_spec": False, "image_repo": "registry.local/me"}
+    )
+    assert info.request.images_to_push == {"sha256:abc123": ("registry.local/me", "abc123")}
+    assert "sha256:" not in str(info) and "image: registry.local/me:abc123" in str(info)
+
+
 def test_is_a_docker_workspace_scheduler() -> None:
     from torchx.workspace.docker_workspace import DockerWorkspaceMixin
 
