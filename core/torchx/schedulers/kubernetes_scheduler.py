@@ -12,14 +12,16 @@ Two modes, chosen with the ``mode`` run option:
   ``svc`` plugin.
 - ``plain``: standard ``batch/v1`` Jobs plus a headless Service; no Volcano needed.
 
-``torchx run -s kubernetes --dryrun -cfg queue=default,validate_spec=False ...`` prints the
-manifest without contacting the cluster.
+``torchx run -s kubernetes --workspace "" --dryrun -cfg queue=default,validate_spec=False ...``
+prints the manifest without contacting the cluster or a Docker engine (a workspace is built into
+an image and pushed to ``image_repo``, as in TorchX).
 
 Compared with TorchX: labels are always valid label values, ``[FIELD_PATH]`` env values keep
 their whole field path, ``RetryPolicy.ROLE`` is rejected with a clear ``ValueError``, the
-rank-0 variable of a role with ``-`` in its name is the one Volcano sets, pod names longer than
-63 characters are rejected even without ``validate_spec``, and the run options
-``image_pull_secrets`` and ``tolerations`` are added.
+rank-0 variable of a role with ``-`` in its name is the one Volcano sets, names Kubernetes would
+reject (pods over 63 characters, clashing role names, a Job name starting with a digit) fail in
+the dry run even without ``validate_spec``, and the run options ``image_pull_secrets`` and
+``tolerations`` are added.
 """
 
 from __future__ import annotations
