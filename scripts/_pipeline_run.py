@@ -49,7 +49,11 @@ def airflow(workdir: Path, steps: int) -> int:
         print(f"airflow dag torchx_training FAILED: no summary (exit {proc.returncode})")
         return 1
     tasks = summary["tasks"]
-    states = ", ".join(f"{t} {v['state']}" for t, v in tasks.items())
+    from torchx.workflow import load_pipeline
+    from torchx.workflow._plan import order
+
+    names = [n for n in order(load_pipeline(PIPELINE)) if n in tasks]
+    states = ", ".join(f"{t} {tasks[t]['state']}" for t in names)
     print(
         f"airflow dag torchx_training {summary['state']}: {len(tasks)} steps ({states})"
         f" in {time.time() - start:.1f}s; checkpoint: {_checkpoint(workdir)}",

@@ -5,56 +5,28 @@ SIGTERM (a KFP run cancelled, the pod deleted) cancels the app before the task e
 
 from __future__ import annotations
 
-import json
+import contextlib
 import os
 import signal
 import sys
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Optional
 
 from torchx_kfp._errors import TorchXKfpAppError
 
 if TYPE_CHECKING:
     from torchx.runner.api import Runner
-    from torchx.specs.api import AppDef, AppStatus
+    from torchx.runner.launch import LaunchRequest
+    from torchx.specs.api import AppStatus
 
-__all__ = ["build_app", "launch"]
+__all__ = ["launch", "launch_request"]
 
 Emit = Callable[[str], None]
 
 
 def _print(line: str) -> None:
     print(line, flush=True)
-
-
-def build_app(spec: Mapping[str, Any], params: Mapping[str, Any]) -> AppDef:
-    """Returns the AppDef of a launcher's spec with run-time ``params`` applied.
-
-    Args:
-        spec: ``{"component": name, "args": [...], "app": AppDef JSON, "overrides": {...}}``
-            (``app`` is used when ``component`` is empty).
-        params: component parameters set at run time.
-    """
-    overrides = spec.get("overrides") or {}
-    if not spec.get("component"):
-        if params:
-            raise ValueError(
-                f"launcher params {sorted(params)} need a component, but the task runs an AppDef"
-            )
-        from torchx_kfp._appjson import app_from_json
-
-        app = app_from_json(spec["app"])
-    else:
-        from torchx.specs.builders import materialize_appdef
-        from torchx.specs.finder import get_component
-
-        head = [part for k, v in params.items() for part in (f"--{k}", _arg(v))]
-        fn = get_component(spec["component"]).fn
-        args = [_arg(a) for a in spec.get("args") or []]
-        app = materialize_appdef(fn, [*head, *args], None, None)
-    _override(app, overrides)
-    return app
 
 
 def _arg(value: Any) -> str:
@@ -64,62 +36,69 @@ def _arg(value: Any) -> str:
     return str(value)
 
 
-def _override(app: AppDef, overrides: Mapping[str, Any]) -> None:
-    for role in app.roles:
-        if overrides.get("image"):
-            role.image = overrides["image"]
-        if overrides.get("resource"):
-            from torchx.specs import resource
+def launch_request(
+    spec: Mapping[str, Any],
+    params: Mapping[str, Any],
+    scheduler: str,
+    scheduler_cfg: str = "",
+    parent_run_id: str = "",
+) -> LaunchRequest:
+    """Returns core's ``LaunchRequest`` for a launcher task's spec and run-time ``params``.
 
-            role.resource = resource(h=overrides["resource"])
-        if overrides.get("max_retries") is not None:
-            role.max_retries = int(overrides["max_retries"])
+    Args:
+        spec: ``{"component": name, "args": [...], "app": AppDef JSON, "overrides": {...}}``
+            (``app`` is used when ``component`` is empty; overrides: ``image``,
+            ``resource``, ``max_retries``).
+        params: component parameters set at run time (``--name value`` before the args).
+        scheduler: the TorchX scheduler.
+        scheduler_cfg: its run options as ``k=v,k2=v2``.
+        parent_run_id: the tracker parent run.
+    """
+    from torchx.runner.launch import LaunchRequest
 
+    overrides = dict(spec.get("overrides") or {})
+    common: dict[str, Any] = dict(
+        scheduler=scheduler,
+        cfg=scheduler_cfg or None,
+        image=overrides.get("image") or None,
+        resource=overrides.get("resource") or None,
+        max_retries=overrides.get("max_retries"),
+        parent_run_id=parent_run_id or None,
+    )
+    if spec.get("component"):
+        head = [part for k, v in params.items() for part in (f"--{k}", _arg(v))]
+        args = [*head, *(_arg(a) for a in spec.get("args") or [])]
+        return LaunchRequest(component=str(spec["component"]), component_args=args, **common)
+    if params:
+        raise ValueError(
+            f"launcher params {sorted(params)} need a component, but the task runs an AppDef"
+        )
+    from torchx_kfp._appjson import app_from_json
 
-def _follow(runner: Runner, handle: str, role: str, k: int, emit: Emit) -> None:
-    try:
-        for line in runner.log_lines(handle, role, k, should_tail=True):
-            emit(f"[{role}/{k}] {line.rstrip()}")
-    except Exception as e:  # a log problem never fails the task
-        emit(f"[{role}/{k}] (logs unavailable: {type(e).__name__}: {e})")
-
-
-def _stream(runner: Runner, handle: str, app: AppDef, emit: Emit) -> list[threading.Thread]:
-    threads = [
-        threading.Thread(target=_follow, args=(runner, handle, r.name, k, emit), daemon=True)
-        for r in app.roles
-        for k in range(r.num_replicas)
-    ]
-    for thread in threads:
-        thread.start()
-    return threads
+    return LaunchRequest(app=app_from_json(spec["app"]), **common)
 
 
 def _failure(handle: str, status: Optional[AppStatus]) -> str:
     if status is None:
         return f"TorchX app {handle} no longer exists (purged by its scheduler?)"
-    summary = ""
-    try:
-        from torchx.specs.api import AppStatus as _Status
-
-        summary = _Status.error_summary(status)
-    except AttributeError:  # torchx before AppStatus.error_summary
-        summary = _error_line(status.structured_error_msg) or (status.msg or "").strip()
     head = f"TorchX app {handle} ended {status.state.name}"
+    summary = status.error_summary() or (status.msg or "").strip()
     return f"{head}: {summary}\n{status.format()}" if summary else f"{head}\n{status.format()}"
 
 
-def _error_line(structured: str) -> str:
-    if not structured or structured == "<NONE>":
-        return ""
+@contextlib.contextmanager
+def _environ(env: Mapping[str, Any]) -> Iterator[None]:
+    """Sets ``env`` in ``os.environ`` (the runner reads tracker settings there); restores it."""
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update({k: str(v) for k, v in env.items()})
     try:
-        message: Any = json.loads(structured).get("message", "")
-    except (ValueError, AttributeError):
-        message = structured
-    if isinstance(message, dict):
-        message = message.get("message", "")
-    lines = [line.strip() for line in str(message).splitlines() if line.strip()]
-    return lines[-1] if lines else ""
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 class _CancelOnTerm:
@@ -162,19 +141,19 @@ def launch(
             structured error), or vanished.
     """
     from torchx.runner import get_runner
+    from torchx.util.log_tee_helpers import LogTee, replicas_of
 
-    os.environ.update({k: str(v) for k, v in env.items()})
-    app = build_app(spec, params)
-    with get_runner() as runner:
-        cfg = runner.cfg_from_str(scheduler, scheduler_cfg) if scheduler_cfg else {}
-        info = runner.dryrun(app, scheduler, cfg, parent_run_id=parent_run_id or None)
+    request = launch_request(spec, params, scheduler, scheduler_cfg, parent_run_id)
+    with _environ(env), get_runner() as runner:
+        info = runner.dryrun_request(request)
         handle = runner.schedule(info)
         emit(f"launched TorchX app {handle}")
         with _CancelOnTerm(runner, handle, emit):
-            threads = _stream(runner, handle, info.app or app, emit)
+            targets = replicas_of(info.app, None)
+            tee = LogTee(runner, handle, emit, replicas=targets, prefix="[{role}/{replica}] ")
+            tee.start()
             status = runner.wait(handle, wait_interval=wait_interval)
-            for thread in threads:
-                thread.join(10.0)
+            tee.join(10.0)
         if status is None or status.state.name != "SUCCEEDED":
             raise TorchXKfpAppError(_failure(handle, status), handle)
         emit(f"TorchX app {handle} SUCCEEDED")

@@ -65,14 +65,10 @@ class TaskSettings:
     annotations: dict[str, str] = dataclasses.field(default_factory=dict)
 
     def apply(self, task: Any) -> Any:
-        """Applies the settings to a ``PipelineTask`` inside a pipeline and returns it."""
-        if self.cpu:
-            task.set_cpu_request(self.cpu).set_cpu_limit(self.cpu)
-        if self.memory:
-            task.set_memory_request(self.memory).set_memory_limit(self.memory)
-        if self.accelerator_type and self.accelerator_count > 0:
-            task.set_accelerator_type(self.accelerator_type)
-            task.set_accelerator_limit(self.accelerator_count)
+        """Applies the settings to a ``PipelineTask`` inside a pipeline and returns it.
+
+        Resources are not set here: they are part of the component's container spec.
+        """
         if self.retries > 0:
             task.set_retry(num_retries=self.retries)
         task.set_caching_options(self.enable_caching)
@@ -138,6 +134,23 @@ def _mounts(app: AppDef, role: Role, settings: TaskSettings) -> None:
         settings.pvcs.append((mount.src, mount.dst_path))
 
 
+_TOLERATION_KEYS = ("key", "operator", "value", "effect", "toleration_seconds")
+
+
+def _toleration(toleration: Mapping[str, Any]) -> dict[str, Any]:
+    unknown = sorted(set(toleration) - set(_TOLERATION_KEYS))
+    if unknown:
+        import difflib
+
+        close = difflib.get_close_matches(unknown[0], _TOLERATION_KEYS, n=1)
+        hint = f" (did you mean `{close[0]}`?)" if close else ""
+        raise ValueError(
+            f"toleration {dict(toleration)} has unknown key `{unknown[0]}`{hint};"
+            f" valid keys: {', '.join(_TOLERATION_KEYS)}"
+        )
+    return dict(toleration)
+
+
 def _annotations(app: AppDef, role: Role) -> dict[str, str]:
     import json
 
@@ -177,7 +190,7 @@ def task_settings(
         enable_caching=enable_caching,
         display_name=display_name or app.name,
         node_selector=dict(node_selector or {}),
-        tolerations=[dict(t) for t in tolerations or []],
+        tolerations=[_toleration(t) for t in tolerations or []],
         secrets={k: dict(v) for k, v in (secrets or {}).items()},
         shm=shm,
         annotations=_annotations(app, role),

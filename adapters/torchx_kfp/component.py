@@ -21,8 +21,8 @@ from torchx_kfp._errors import import_kfp
 import_kfp()
 
 from kfp.dsl import pipeline_context  # noqa: E402
+from kfp.dsl.base_component import BaseComponent  # noqa: E402
 from kfp.dsl.pipeline_channel import PipelineChannel  # noqa: E402
-from kfp.dsl.yaml_component import YamlComponent  # noqa: E402
 
 if TYPE_CHECKING:
     from kfp.dsl.pipeline_task import PipelineTask
@@ -37,13 +37,14 @@ AppOrComponent = Union["AppDef", str, Callable[..., "AppDef"]]
 """An AppDef, a component name (``utils.echo``, ``path/file.py:fn``) or a component function."""
 
 
-class TorchXComponent(YamlComponent):
+class TorchXComponent(BaseComponent):
     """A KFP component made from a TorchX app; each task it creates gets the app's settings.
 
     Calling it inside a ``@dsl.pipeline`` returns a ``PipelineTask`` with the role's resources,
     accelerator, retries, caching, display name and Kubernetes settings applied.
 
     Attributes:
+        spec: the component as a KFP YAML component dict (``component_yaml`` dumps it).
         app: the AppDef the component runs (input values appear as probe tokens).
         inputs: the KFP inputs made from component parameters and argument channels.
         settings: the per-task settings.
@@ -53,19 +54,36 @@ class TorchXComponent(YamlComponent):
 
     def __init__(
         self,
-        yaml_text: str,
+        spec: Mapping[str, Any],
         app: AppDef,
         inputs: Sequence[ComponentInput],
         settings: TaskSettings,
         channels: Optional[Mapping[str, PipelineChannel]] = None,
     ) -> None:
-        from kfp.dsl import structures
+        from torchx_kfp._structures import component_spec
 
-        super().__init__(structures.ComponentSpec.from_yaml_documents(yaml_text), yaml_text)
+        super().__init__(component_spec=component_spec(spec, settings))
+        self.spec = dict(spec)
         self.app = app
         self.inputs = list(inputs)
         self.settings = settings
         self.channels = dict(channels or {})
+
+    @property
+    def component_yaml(self) -> str:
+        """The component as KFP (v1-style) component YAML, e.g. to save and share it."""
+        from torchx_kfp._spec import yaml_text
+
+        return yaml_text(self.spec)
+
+    @property
+    def pipeline_spec(self) -> Any:
+        """The component's pipeline spec (compiling the component alone)."""
+        return self.component_spec.to_pipeline_spec()
+
+    def execute(self, *args: Any, **kwargs: Any) -> Any:
+        """Not used: KFP runs the container."""
+        raise NotImplementedError
 
     def __call__(self, *args: Any, **kwargs: Any) -> PipelineTask:
         """Creates the task (keyword arguments are the inputs) and applies the settings."""
@@ -151,16 +169,14 @@ def _check_tokens(app: AppDef, inputs: Sequence[ComponentInput]) -> None:
 
 def _override(
     app: AppDef, image: Optional[str], resource: Optional[str], max_retries: Optional[int]
-) -> None:
-    for role in app.roles:
-        if image:
-            role.image = image
-        if resource:
-            from torchx.specs import resource as named
+) -> AppDef:
+    """Applies the overrides through core's launch path (``torchx.runner.launch``)."""
+    if not (image or resource or max_retries is not None):
+        return app
+    from torchx.runner.launch import LaunchRequest, build_app
 
-            role.resource = named(h=resource)
-        if max_retries is not None:
-            role.max_retries = max_retries
+    request = LaunchRequest(app=app, image=image, resource=resource, max_retries=max_retries)
+    return build_app(request)
 
 
 def component_from_app(
@@ -213,11 +229,11 @@ def component_from_app(
     """
     from torchx_kfp._checks import check_single_task
     from torchx_kfp._macros import substitute_macros
-    from torchx_kfp._spec import component_yaml, yaml_text
+    from torchx_kfp._spec import component_yaml
     from torchx_kfp._task import task_settings
 
     resolved, found, channels = resolve_app(app, component_args, inputs)
-    _override(resolved, image, resource, max_retries)
+    resolved = _override(resolved, image, resource, max_retries)
     role = substitute_macros(resolved, check_single_task(resolved))
     for key, value in (env or {}).items():
         role.env.setdefault(key, value)
@@ -232,7 +248,7 @@ def component_from_app(
         secrets=secrets,
         shm=shm,
     )
-    return TorchXComponent(yaml_text(spec), resolved, found, settings, channels)
+    return TorchXComponent(spec, resolved, found, settings, channels)
 
 
 _OPTIONS = (

@@ -257,3 +257,44 @@ def test_shell_input_with_quotes_runs_literally(tmp_path: Path) -> None:
     p(word=hostile)
     assert (tmp_path / "out.txt").read_text() == f"got {hostile}\n"
     assert not list(tmp_path.glob("pwned*")) and not (tmp_path / "p3").exists()
+
+
+def test_plugin_component_from_entry_point(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A component shipped by a plugin package (``torchx.components`` entry point)."""
+    from _support import write_dist, write_file
+
+    from torchx.specs import finder
+
+    write_file(tmp_path, "kfpplug/__init__.py", "")
+    write_file(
+        tmp_path,
+        "kfpplug/comps.py",
+        '''
+        import torchx.specs as specs
+
+
+        def fit(lr: str = "0.1") -> specs.AppDef:
+            """Fits.
+
+            Args:
+                lr: learning rate
+            """
+            role = specs.Role(name="fit", image="img", entrypoint="fit", args=["--lr", lr])
+            return specs.AppDef(name="fit", roles=[role])
+        ''',
+    )
+    write_dist(tmp_path, "kfpplug", {"torchx.components": {"plug": "kfpplug"}})
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(finder, "_components", {})
+    comp = component_from_app("plug.comps.fit")
+    assert [(i.name, i.default) for i in comp.inputs] == [("lr", "0.1")]
+
+
+def test_bad_toleration_key_suggests_the_right_one() -> None:
+    with pytest.raises(ValueError, match=r"unknown key `efect` \(did you mean `effect`\?\)"):
+        component_from_app(_one_role(), tolerations=[{"key": "gpu", "efect": "NoSchedule"}])
+
+
+def test_unknown_component_is_one_clear_error() -> None:
+    with pytest.raises(Exception, match="not found.*Did you mean: `utils.echo`"):
+        component_from_app("utils.ech")

@@ -150,3 +150,19 @@ def test_sigterm_cancels_the_app(tmp_path: Path) -> None:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+@pytest.mark.docker
+def test_launch_on_local_docker() -> None:
+    """The launcher submits to ``local_docker`` too (the app is deleted afterwards)."""
+    from torchx.runner import get_runner
+
+    lines: list[str] = []
+    args = ["--image", "torchx-flow/busybox:latest", "--msg", "from a container"]
+    handle = launch(_spec("utils.echo", args), {}, {}, "local_docker", emit=lines.append)
+    try:
+        assert handle.startswith("local_docker://")
+        assert "[echo/0] from a container" in lines
+    finally:
+        with get_runner() as runner:
+            runner.delete(handle)

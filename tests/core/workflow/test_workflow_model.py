@@ -219,3 +219,11 @@ def test_readme_pipeline_block_is_the_example_file(tmp_path: Path) -> None:
     example = load_pipeline(REPO / "examples" / "pipeline.yaml", registries=False)
     for field in ("params", "defaults", "steps"):
         assert getattr(readme, field) == getattr(example, field), field
+
+
+def test_options_after_the_first_varargs_token_belong_to_the_command() -> None:
+    ok = Pipeline(name="v", steps={"t": Step(component="utils.sh", args=["test", "-f", "/x"])})
+    validate_pipeline(ok)
+    bad = Pipeline(name="v", steps={"t": Step(component="utils.sh", args=["--cpus", "2", "true"])})
+    with pytest.raises(WorkflowError, match="unknown argument `cpus` \\(did you mean `cpu`\\?\\)"):
+        validate_pipeline(bad)

@@ -172,7 +172,7 @@ def test_torchx_cli_runs_logs_and_lists(ns: str, client: Any, tmp_path: Path) ->
 
     opts = f"mode=plain,namespace={ns},rank0_address=pod_ip"
     run = run_torchx(
-        "run", "-s", "kubernetes", "-cfg", opts, "utils.sh", "--image", IMAGE,
+        "run", "-s", "kubernetes", "--workspace", "", "-cfg", opts, "utils.sh", "--image", IMAGE,
         "sh", "-c", "echo one; echo two",
     )  # fmt: skip
     assert run.returncode == 0, run.stderr

@@ -214,3 +214,26 @@ def test_replica_ignoring_sigterm_is_killed_after_the_grace_period(sched: LocalS
     assert error["errorCode"] == -9 and error["message"].startswith("stopped by SIGKILL")
     assert "".join(sched.log_iter(app_id, "r")) == "ignoring SIGTERM\n"
     _wait_gone(app_dir, supervisor)
+
+
+def test_error_summary_names_the_failed_replica_not_the_stopped_one(sched: LocalScheduler) -> None:
+    from torchx.specs.api import AppStatus
+
+    role = Role(
+        "r",
+        image="/",
+        entrypoint="sh",
+        args=["-c", 'if [ "${replica_id}" = 1 ]; then exit 3; fi; exec sleep 300'],
+        num_replicas=2,
+    )
+    app_id = sched.submit(AppDef("fan", roles=[role]), {})
+    assert _wait_terminal(sched, app_id) == AppState.FAILED
+    desc = sched.describe(app_id)
+    assert desc is not None
+    status = AppStatus(desc.state, roles=desc.roles_statuses, msg=desc.msg)
+    assert status.error_summary() == "exited with code 3"
+    stopped = desc.roles_statuses[0].replicas[0]
+    assert stopped.state == AppState.CANCELLED
+    assert json.loads(stopped.structured_error_msg)["message"] == (
+        "stopped by SIGTERM: replica r/1 exited with code 3"
+    )
