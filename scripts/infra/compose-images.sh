@@ -19,6 +19,9 @@ WORK=$CACHE/compose
 LABEL=org.torchx-flow.inputs
 EXTRA_WHEELS="psycopg2-binary asyncpg"   # Postgres drivers of the metadata DB (sync and async)
 mkdir -p "$WORK"
+# one build at a time per cache dir (several checkouts may share it)
+exec 9>"$WORK/.lock"
+flock 9
 
 sha() { sha256sum | cut -c1-16; }
 # replaced IMAGE OLD_ID: removes this script's previous build of IMAGE (now untagged), if unused
