@@ -88,4 +88,3 @@ def test_volcano_job_lifecycle_on_the_api_server(client: Any, ns: str) -> None:
 
     sched.delete(app_id)
     assert sched.describe(app_id) is None
-

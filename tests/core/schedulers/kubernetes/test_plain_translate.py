@@ -83,12 +83,17 @@ def test_rank_and_rank0_host_per_replica_with_dns() -> None:
     assert env_of(jobs[0])["TORCHX_RANK0_HOST"] == "localhost"
     assert env_of(jobs[1])["TORCHX_RANK0_HOST"] == rank0
     assert env_of(jobs[1])["TORCHX_IMAGE"] == "img:1"
+    assert "PET_LOCAL_ADDR" not in env_of(jobs[1])  # with DNS, torchrun's FQDN resolves
 
 
 def test_pod_ip_mode_leaves_a_placeholder_filled_at_submit() -> None:
     request, (_, *jobs) = dryrun(app(replicas=2), rank0_address="pod_ip")
     assert env_of(jobs[0])["TORCHX_RANK0_HOST"] == "localhost"
     assert env_of(jobs[1])["TORCHX_RANK0_HOST"] == RANK0_IP_PLACEHOLDER
+    # torchrun advertises the pod IP to its peers (no DNS for its FQDN)
+    (container,) = jobs[1]["spec"]["template"]["spec"]["containers"]
+    (local_addr,) = [e for e in container["env"] if e["name"] == "PET_LOCAL_ADDR"]
+    assert local_addr["valueFrom"] == {"fieldRef": {"fieldPath": "status.podIP"}}
     fill_rank0_ip(request.jobs[1], "172.17.0.5")
     env = {e.name: e.value for e in request.jobs[1].spec.template.spec.containers[0].env}
     assert env["TORCHX_RANK0_HOST"] == "172.17.0.5"
