@@ -22,7 +22,7 @@ from torchx.schedulers._kubernetes.names import (
     LABEL_UNIQUE_NAME,
 )
 from torchx.schedulers._kubernetes.plain import ANNOTATION_STOPPED
-from torchx.specs.api import NONE, AppState, ReplicaStatus, RoleStatus
+from torchx.specs.api import NONE, AppState, ReplicaStatus, Role, RoleStatus
 
 __all__ = [
     "ReplicaView",
@@ -31,6 +31,7 @@ __all__ = [
     "replica_state",
     "replica_views",
     "role_statuses",
+    "roles",
 ]
 
 
@@ -211,6 +212,18 @@ def role_statuses(views: Sequence[ReplicaView], errors: Mapping[int, str]) -> li
             )
         )
     return list(roles.values())
+
+
+def roles(views: Sequence[ReplicaView]) -> list[Role]:
+    """The app's roles as far as the cluster shows them: name, image and replica count."""
+    found: dict[str, Role] = {}
+    for view in views:
+        if view.role not in found:
+            containers = view.job.spec.template.spec.containers or []
+            image = containers[0].image if containers else ""
+            found[view.role] = Role(name=view.role, image=image, num_replicas=0)
+        found[view.role].num_replicas += 1
+    return list(found.values())
 
 
 def app_names(jobs: Iterable[Any]) -> dict[str, list[Any]]:

@@ -92,6 +92,7 @@ def test_success_logs_list_and_delete(sched: Any, client: Any, ns: str) -> None:
     (role,) = resp.roles_statuses
     assert [(r.id, r.state) for r in role.replicas] == [(0, AppState.SUCCEEDED)]
     assert role.replicas[0].hostname  # the pod IP
+    assert [(r.name, r.image, r.num_replicas) for r in resp.roles] == [("main", IMAGE, 1)]
 
     assert list(sched.log_iter(app_id, "main", 0)) == ["hello\n", "\n", "world\n"]
     assert list(sched.log_iter(app_id, "main", 0, regex="^w")) == ["world\n"]
@@ -184,6 +185,8 @@ def test_torchx_cli_runs_logs_and_lists(ns: str, client: Any, tmp_path: Path) ->
     log = run_torchx("log", f"{handle}/sh/0")
     assert log.returncode == 0, log.stderr
     assert log.stdout.splitlines()[-2:] == ["sh/0 one", "sh/0 two"]
+    # without a role: every replica of every role the app has
+    assert run_torchx("log", handle).stdout.splitlines()[-2:] == ["sh/0 one", "sh/0 two"]
     listed = run_torchx("list", "-s", "kubernetes", "-cfg", f"namespace={ns}")
     assert handle.rsplit("/", 1)[-1] in listed.stdout
     assert run_torchx("delete", handle).returncode == 0
