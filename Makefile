@@ -30,22 +30,26 @@ $(STAMP_DEV): pyproject.toml | $(PY)
 
 venv: $(STAMP_DEV)
 
-## make run: train a small DDP model (1 node x 2 workers) through `torchx run -s local_cwd dist.ddp`
+## make run: train a small DDP model (1 node x 2 workers) through `torchx run -s local_cwd dist.ddp`,
+## then the example pipeline (examples/pipeline.yaml) locally, under Airflow (dag.test) and compiled
+## for KFP and run with kfp.local, then the KFP example pipeline (pipelines/torchx_training.py)
+## with kfp.local (in containers when the local Docker engine runs).
 run: $(STAMP_RUN)
 	PATH="$(CURDIR)/$(BIN):$$PATH" scripts/run-main-job.sh
-	PATH="$(CURDIR)/$(BIN):$$PATH" scripts/airflow-dags-test.sh
+	PATH="$(CURDIR)/$(BIN):$$PATH" scripts/pipeline-run.sh
+	PATH="$(CURDIR)/$(BIN):$$PATH" PYTHON=$(CURDIR)/$(PY) scripts/kfp-local-run.sh
 
 ## make test: ruff + mypy on the packages, then the whole test suite, with the local Docker engine
 ## and Kubernetes cluster up where this machine can start them (scripts/infra; stopped afterwards)
 test: $(STAMP_DEV)
-	$(BIN)/ruff check core adapters tests bench examples
-	$(BIN)/ruff format --check core adapters tests bench examples
+	$(BIN)/ruff check core adapters tests bench examples pipelines dags scripts
+	$(BIN)/ruff format --check core adapters tests bench examples pipelines dags scripts
 	$(BIN)/mypy
 	PATH="$(CURDIR)/$(BIN):$$PATH" scripts/infra/with-infra.sh $(BIN)/pytest -q $(PYTEST_ARGS)
 
 lint: $(STAMP_DEV)
-	$(BIN)/ruff check core adapters tests bench examples
-	$(BIN)/ruff format --check core adapters tests bench examples
+	$(BIN)/ruff check core adapters tests bench examples pipelines dags scripts
+	$(BIN)/ruff format --check core adapters tests bench examples pipelines dags scripts
 
 typecheck: $(STAMP_DEV)
 	$(BIN)/mypy
@@ -54,6 +58,9 @@ bench: $(STAMP_DEV)
 	$(PY) -m compileall -q core adapters
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(PY) bench/bench_local.py
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(PY) bench/bench_airflow.py
+	PATH="$(CURDIR)/$(BIN):$$PATH" scripts/infra/with-infra.sh $(PY) bench/bench_docker.py
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(PY) bench/bench_workflow.py
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(PY) bench/bench_kfp.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache

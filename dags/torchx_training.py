@@ -1,6 +1,8 @@
 """Example DAG: prepare data -> train with DDP (1 node x 2 workers) -> evaluate, with TorchX.
 
-Each step is one ``TorchXOperator`` running a TorchX component:
+A thin wrapper of the shared pipeline definition ``examples/pipeline.yaml`` (the same file
+``torchx pipeline run`` runs locally and ``torchx_kfp.pipeline_from_workflow`` compiles for
+KFP): each step is one ``TorchXOperator`` running a TorchX component:
 
 - ``prepare_data``: ``utils.python`` runs ``examples/pipeline/prepare.py``;
 - ``train``: ``dist.ddp -j 1x2`` runs ``examples/train.py`` on the named resource
@@ -20,81 +22,15 @@ arguments; AppDefs are built when the tasks run.
 from __future__ import annotations
 
 import os
-import tempfile
-from datetime import datetime
 
-from airflow.sdk import DAG, Param
-
-from torchx_airflow import TorchXOperator
+from torchx_airflow import dag_from_pipeline
 
 # [START torchx_training_dag]
 EXAMPLES = os.environ.get(
     "TORCHX_FLOW_EXAMPLES", os.path.join(os.path.dirname(os.path.dirname(__file__)), "examples")
 )
-WORKDIR = os.path.join(tempfile.gettempdir(), "torchx_training")
-SCHEDULER = "{{ params.scheduler }}"
 
-with DAG(
-    dag_id="torchx_training",
-    schedule=None,
-    start_date=datetime(2025, 1, 1),
-    catchup=False,
-    tags=["torchx", "example"],
-    doc_md=__doc__,
-    params={
-        "scheduler": Param("local_cwd", type="string", description="TorchX scheduler"),
-        "workdir": Param(WORKDIR, type="string", description="data and checkpoints"),
-        "steps": Param(50, type="integer", minimum=1, description="training steps"),
-        "trainer_resource": Param("cpu.small", type="string", description="named resource"),
-    },
-) as dag:
-    prepare = TorchXOperator(
-        task_id="prepare_data",
-        component="utils.python",
-        component_args=[
-            "--script",
-            f"{EXAMPLES}/pipeline/prepare.py",
-            "--",
-            "--output-dir",
-            "{{ params.workdir }}/data",
-        ],
-        scheduler=SCHEDULER,
-    )
-    train = TorchXOperator(
-        task_id="train",
-        component="dist.ddp",
-        component_args=[
-            "-j",
-            "1x2",
-            "--script",
-            f"{EXAMPLES}/train.py",
-            "--",
-            "--steps",
-            "{{ params.steps }}",
-            "--output-dir",
-            "{{ params.workdir }}/out",
-        ],
-        resource="{{ params.trainer_resource }}",
-        scheduler=SCHEDULER,
-        parent_run_id="{{ ti.xcom_pull(task_ids='prepare_data')['tracker_run_id'] }}",
-    )
-    evaluate = TorchXOperator(
-        task_id="evaluate",
-        component="utils.python",
-        component_args=[
-            "--script",
-            f"{EXAMPLES}/pipeline/evaluate.py",
-            "--",
-            "--checkpoint",
-            # the app's own id (TORCHX_JOB_ID, which train.py names its output after) is the
-            # scheduler's app id without a `namespace:` prefix (kubernetes)
-            "{{ params.workdir }}/out/"
-            "{{ ti.xcom_pull(task_ids='train')['app_id'].split(':')[-1] }}/model.pt",
-            "--data",
-            "{{ params.workdir }}/data/dataset.json",
-        ],
-        scheduler=SCHEDULER,
-        parent_run_id="{{ ti.xcom_pull(task_ids='train')['tracker_run_id'] }}",
-    )
-    prepare >> train >> evaluate
+dag = dag_from_pipeline(
+    os.path.join(EXAMPLES, "pipeline.yaml"), dag_id="torchx_training", tags=["torchx", "example"]
+)
 # [END torchx_training_dag]

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from torchx_airflow._errors import TorchXAppError
+    from torchx_airflow._pipeline import dag_from_pipeline
     from torchx_airflow.hooks.torchx import TorchXHook
     from torchx_airflow.operators.torchx import TorchXOperator
     from torchx_airflow.provider_info import get_provider_info
@@ -23,6 +24,7 @@ __all__ = [
     "TorchXHook",
     "TorchXJobTrigger",
     "TorchXOperator",
+    "dag_from_pipeline",
     "get_provider_info",
 ]
 
@@ -32,6 +34,7 @@ _LAZY = {
     "TorchXOperator": "torchx_airflow.operators.torchx",
     "TorchXJobTrigger": "torchx_airflow.triggers.torchx",
     "get_provider_info": "torchx_airflow.provider_info",
+    "dag_from_pipeline": "torchx_airflow._pipeline",
 }
 
 

@@ -1,8 +1,8 @@
 """What a ``torchx`` connection (or the hook's arguments) says about where and how to run apps.
 
 Pure Python, no Airflow import: the hook reads the connection's extras into a
-:class:`TorchXSettings`, and the operator and trigger ask it for the scheduler, the run
-config, component defaults and tracker variables.
+:class:`TorchXSettings`; everything else (scheduler, run options, component defaults,
+trackers) is read by core from :meth:`TorchXSettings.config` through the ``Runner``.
 
 Connection extras (JSON)::
 
@@ -13,8 +13,10 @@ Connection extras (JSON)::
       "torchxconfig": "[component:dist.ddp]  j = 1x2 ..."  # the text of a .torchxconfig
     }
 
-``torchxconfig`` is the text of a ``.torchxconfig`` file. Its ``[<scheduler>]`` section fills
-run options that neither the operator nor ``scheduler_cfg`` set, ``[component:<name>]``
+``torchxconfig`` is the text of a ``.torchxconfig`` file, read by
+:class:`torchx.specs.torchxconfig.TorchXConfig` before the worker's own ``.torchxconfig``
+files (its values win): ``[cli:run] scheduler`` is the default scheduler, ``[<scheduler>]``
+fills run options that neither the operator nor ``scheduler_cfg`` set, ``[component:<name>]``
 sections give component defaults, and ``[torchx:tracker]`` / ``[tracker:<name>]`` sections
 configure trackers for the launched apps. ``[named_resources]`` is read only from real
 ``.torchxconfig`` files on the worker (see the README).
@@ -22,19 +24,16 @@ configure trackers for the launched apps. ``[named_resources]`` is read only fro
 
 from __future__ import annotations
 
-import configparser
 import dataclasses
 import difflib
-import io
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Optional
 
 if TYPE_CHECKING:
-    from torchx.runner.api import Runner
+    from torchx.specs.torchxconfig import TorchXConfig
 
-__all__ = ["DEFAULT_SCHEDULER", "EXTRA_KEYS", "TorchXSettings"]
+__all__ = ["EXTRA_KEYS", "TorchXSettings"]
 
-DEFAULT_SCHEDULER = "local_cwd"
 EXTRA_KEYS = ("scheduler", "scheduler_cfg", "scheduler_params", "torchxconfig")
 
 
@@ -56,13 +55,6 @@ def _ui_field(extras: Mapping[str, Any], key: str) -> Any:
     if value in (None, ""):
         value = extras.get(f"extra__torchx__{key}")
     return None if value == "" else value
-
-
-def _parse_ini(text: str) -> configparser.ConfigParser:
-    parser = configparser.ConfigParser()
-    parser.optionxform = str  # type: ignore[assignment,method-assign]
-    parser.read_string(text)
-    return parser
 
 
 @dataclasses.dataclass(frozen=True)
@@ -120,62 +112,12 @@ class TorchXSettings:
             torchxconfig=self.torchxconfig if torchxconfig is None else torchxconfig,
         )
 
-    def resolve_scheduler(self) -> str:
-        """Returns the scheduler: explicit, else ``[cli:run] scheduler``, else ``local_cwd``."""
-        if self.scheduler:
-            return self.scheduler
-        if self.torchxconfig:
-            parser = _parse_ini(self.torchxconfig)
-            if parser.has_option("cli:run", "scheduler"):
-                return parser.get("cli:run", "scheduler")
-        return DEFAULT_SCHEDULER
+    def config(self) -> TorchXConfig:
+        """Returns the ``torchxconfig`` text followed by the worker's ``.torchxconfig`` files."""
+        from torchx.specs.torchxconfig import TorchXConfig
 
-    def run_cfg(self, runner: Runner, scheduler: str) -> dict[str, Any]:
-        """Returns the run config: ``scheduler_cfg`` first, then the ``[scheduler]`` section.
-
-        Args:
-            runner: used to parse a string ``scheduler_cfg`` with the scheduler's runopts.
-            scheduler: the scheduler name.
-        """
-        cfg = _cfg_dict(runner, scheduler, self.scheduler_cfg)
-        if self.torchxconfig:
-            from torchx.runner import config
-
-            config.load(scheduler, io.StringIO(self.torchxconfig), cfg)
-        return cfg
-
-    def component_defaults(self) -> dict[str, dict[str, str]]:
-        """Returns ``{component: {param: value}}`` from the ``[component:<name>]`` sections."""
-        return self._sections("component")
-
-    def tracker_env(self) -> dict[str, str]:
-        """Returns ``TORCHX_TRACKERS`` and ``TORCHX_TRACKER_<NAME>_CONFIG`` for the apps."""
-        if not self.torchxconfig:
-            return {}
-        parser = _parse_ini(self.torchxconfig)
-        if not parser.has_section("torchx:tracker"):
-            return {}
-        from torchx.settings import ENV_TORCHX_TRACKERS
-        from torchx.tracker.api import tracker_config_env_var_name
-
-        names = list(parser.options("torchx:tracker"))
-        env = {ENV_TORCHX_TRACKERS: ",".join(names)} if names else {}
-        for name in names:
-            section = f"tracker:{name}"
-            if parser.has_option(section, "config"):
-                env[tracker_config_env_var_name(name)] = parser.get(section, "config")
-        return env
-
-    def _sections(self, prefix: str) -> dict[str, dict[str, str]]:
-        if not self.torchxconfig:
-            return {}
-        parser = _parse_ini(self.torchxconfig)
-        found: dict[str, dict[str, str]] = {}
-        for section in parser.sections():
-            head, delim, name = section.partition(":")
-            if delim and head == prefix and name:
-                found[name] = dict(parser.items(section))
-        return found
+        text = TorchXConfig.from_text(self.torchxconfig, "the torchx connection's torchxconfig")
+        return text.then(TorchXConfig.discover())
 
 
 def _merge_cfg(base: Any, top: Any) -> Any:
@@ -184,15 +126,3 @@ def _merge_cfg(base: Any, top: Any) -> Any:
     if isinstance(base, Mapping) and isinstance(top, Mapping):
         return {**base, **top}
     return top
-
-
-def _cfg_dict(runner: Runner, scheduler: str, cfg: Any) -> dict[str, Any]:
-    if not cfg:
-        return {}
-    if isinstance(cfg, str):
-        return dict(runner.cfg_from_str(scheduler, cfg))
-    if isinstance(cfg, Mapping):
-        return dict(cfg)
-    raise ValueError(
-        f"scheduler_cfg must be a dict or a `k=v,k2=v2` string, got {type(cfg).__name__}: {cfg!r}"
-    )

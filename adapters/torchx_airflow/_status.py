@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any, Optional
 
 if TYPE_CHECKING:
     from torchx.specs.api import AppStatus
 
-__all__ = ["error_summary", "event_payload", "failure_message", "xcom_result"]
+__all__ = ["event_payload", "failure_message", "xcom_result"]
 
 
 def _app_id(app_handle: str) -> str:
@@ -33,22 +32,6 @@ def xcom_result(app_handle: str, status: Optional[AppStatus]) -> dict[str, Any]:
     }
 
 
-def error_summary(structured_error_msg: str) -> str:
-    """Returns one line from a structured error (torchelastic or flat JSON, else the text)."""
-    from torchx.specs.api import NONE
-
-    if not structured_error_msg or structured_error_msg == NONE:
-        return ""
-    try:
-        message: Any = json.loads(structured_error_msg).get("message", "")
-    except (ValueError, AttributeError):
-        message = structured_error_msg
-    if isinstance(message, dict):
-        message = message.get("message", "")
-    lines = [line.strip() for line in str(message).splitlines() if line.strip()]
-    return lines[-1] if lines else ""
-
-
 def failure_message(app_handle: str, status: Optional[AppStatus]) -> str:
     """Returns the message the task fails with: a summary line, then the app's status."""
     if status is None:
@@ -57,7 +40,7 @@ def failure_message(app_handle: str, status: Optional[AppStatus]) -> str:
             " clear the task to launch it again"
         )
     head = f"TorchX app {app_handle} ended {status.state.name}"
-    why = error_summary(status.structured_error_msg) or (status.msg or "").strip()
+    why = status.error_summary() or (status.msg or "").strip()
     if why:
         head = f"{head}: {why}"
     return f"{head}\n{status.format()}"

@@ -33,6 +33,7 @@ def main(argv: list[str] | None = None) -> float:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--checkpoint", required=True, help="model.pt saved by train.py")
     parser.add_argument("--data", required=True, help="dataset.json written by prepare.py")
+    parser.add_argument("--metrics-out", default="", help="also write {mse, checkpoint} here")
     args = parser.parse_args(argv)
 
     ckpt = Path(args.checkpoint)
@@ -48,7 +49,19 @@ def main(argv: list[str] | None = None) -> float:
     with torch.no_grad():
         mse = nn.functional.mse_loss(model(x), y).item()
     print(f"evaluated {ckpt} (trained {state['steps']} steps): mse {mse:.4f}", flush=True)
+    record(mse, ckpt, args.metrics_out)
     return mse
+
+
+def record(mse: float, ckpt: Path, metrics_out: str) -> None:
+    """Writes the metrics file (if asked) and records them on the configured trackers."""
+    from torchx.tracker import app_run_from_env
+
+    if metrics_out:
+        out = Path(metrics_out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps({"mse": mse, "checkpoint": str(ckpt)}))
+    app_run_from_env().add_metadata(mse=mse, checkpoint=str(ckpt))
 
 
 if __name__ == "__main__":

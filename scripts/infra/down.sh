@@ -3,7 +3,7 @@
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/common.sh"
-started=$RUN/started
+started=${TORCHX_FLOW_STARTED:-$RUN/started}
 [ -f "$started" ] || exit 0
 grep -qx k8s "$started" && "$here/k8s-cluster.sh" stop
 grep -qx registry "$started" && "$here/registry.sh" stop

@@ -3,14 +3,15 @@
 # the Docker engine, the local images, the local image registry (registry.sh on 127.0.0.1:5123), and
 # (when scripts/infra/k8s-cluster.sh exists) the local Kubernetes cluster. Prints the environment to
 # use (DOCKER_HOST=..., TORCHX_FLOW_REGISTRY=..., KUBECONFIG=...) on stdout.
-# Each part that this call started is recorded in $TORCHX_FLOW_RUN/started, so down.sh stops
+# Each part that this call started is recorded in $TORCHX_FLOW_STARTED (default
+# $TORCHX_FLOW_RUN/started; with-infra.sh uses a file of its own), so down.sh stops
 # exactly those and leaves engines it found running alone.
 # Exit 1 when a part cannot start; the caller decides whether that is fatal (it is in CI).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/common.sh"
 status=0
-started=$RUN/started
+started=${TORCHX_FLOW_STARTED:-$RUN/started}
 
 if ! "$here/docker-engine.sh" env >/dev/null 2>&1; then
   if out=$("$here/docker-engine.sh" start); then echo docker >>"$started"; else status=1; fi
@@ -21,6 +22,10 @@ if [ $status = 0 ]; then
   echo "$out"
   export "$out"
   "$here/images.sh" || status=1
+  # the docker-compose Airflow stack's images (Postgres, Airflow + this project, built offline)
+  if [ $status = 0 ] && [ -x "$here/compose-images.sh" ]; then
+    "$here/compose-images.sh" >&2 || status=1
+  fi
 fi
 if [ $status = 0 ]; then
   if reg=$("$here/registry.sh" env 2>/dev/null); then

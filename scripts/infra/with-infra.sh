@@ -4,7 +4,11 @@
 # in CI (CI=true) it is an error, since CI must run every `docker` and `k8s` test.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-trap '"$here/down.sh"' EXIT
+# this run's own record of what up.sh started: down.sh then stops only that, never an engine that
+# another run (or another user of the shared cache dir) started and still uses
+TORCHX_FLOW_STARTED=$(mktemp "${TMPDIR:-/tmp}/torchx-flow-started.XXXXXX")
+export TORCHX_FLOW_STARTED
+trap '"$here/down.sh"; rm -f "$TORCHX_FLOW_STARTED"' EXIT
 if env_lines=$("$here/up.sh"); then
   :
 elif [ "${CI:-}" = true ]; then

@@ -72,6 +72,11 @@ SURFACE: dict[str, str] = {
     "torchx.schedulers.devices": (
         "DEVICES efa_to_devicemounts get_device_mounts neuron_to_devicemounts to_devicemounts"
     ),
+    "torchx.schedulers.docker_scheduler": (
+        "CONTAINER_STATE DockerContainer DockerJob DockerScheduler LABEL_APP_ID "
+        "LABEL_REPLICA_ID LABEL_ROLE_NAME LABEL_VERSION NETWORK Opts create_scheduler "
+        "ensure_network has_docker"
+    ),
     "torchx.schedulers.ids": "END_CANDIDATES START_CANDIDATES make_unique random_id random_uint64",
     "torchx.schedulers.local_scheduler": (
         "AppId AppName COMBINED_LOG CWDImageProvider ENV_CUDA_VISIBLE_DEVICES "
@@ -165,15 +170,11 @@ SURFACE: dict[str, str] = {
     "torchx.version": "TORCHX_IMAGE",
     "torchx.workspace": "WorkspaceMixin walk_workspace",
     "torchx.workspace.api": "PkgInfo TORCHX_IGNORE WorkspaceBuilder WorkspaceMixin walk_workspace",
-    "torchx.workspace.dir_workspace": "CfgVal DirWorkspaceMixin Role TmpDirWorkspaceMixin WorkspaceMixin walk_workspace",
-}
-
-PENDING: dict[str, str] = {
-    "torchx.schedulers.docker_scheduler": (
-        "CONTAINER_STATE DockerContainer DockerJob DockerScheduler LABEL_APP_ID "
-        "LABEL_REPLICA_ID LABEL_ROLE_NAME LABEL_VERSION NETWORK Opts create_scheduler "
-        "ensure_network has_docker"
+    "torchx.workspace.docker_workspace": (
+        "AppDef CfgVal DEFAULT_DOCKERFILE DockerWorkspaceMixin Role TORCHX_DOCKERFILE "
+        "WorkspaceMixin print_push_events runopts walk_workspace"
     ),
+    "torchx.workspace.dir_workspace": "CfgVal DirWorkspaceMixin Role TmpDirWorkspaceMixin WorkspaceMixin walk_workspace",
     "torchx.schedulers.kubernetes_scheduler": (
         "ANNOTATION_ISTIO_SIDECAR JOB_STATE KubernetesJob KubernetesOpts "
         "KubernetesScheduler LABEL_APP_NAME LABEL_INSTANCE_TYPE LABEL_KUBE_APP_NAME "
@@ -182,22 +183,18 @@ PENDING: dict[str, str] = {
         "RESERVED_MILLICPU RETRY_POLICIES TASK_STATE app_to_resource create_scheduler "
         "pod_labels prefix_container_name role_to_pod sanitize_for_serialization"
     ),
+}
+
+PENDING: dict[str, str] = {
     "torchx.schedulers.slurm_scheduler": (
         "SLURM_JOB_DIRS SLURM_STATES SlurmBatchRequest SlurmOpts SlurmReplicaRequest "
         "SlurmScheduler appstate_from_slurm_state create_scheduler get_appstate_from_job "
         "version"
     ),
-    "torchx.workspace.docker_workspace": (
-        "AppDef CfgVal DEFAULT_DOCKERFILE DockerWorkspaceMixin Role TORCHX_DOCKERFILE "
-        "WorkspaceMixin print_push_events runopts walk_workspace"
-    ),
 }
 
 PENDING_WHAT = {
-    "torchx.schedulers.docker_scheduler": "local_docker scheduler",
-    "torchx.schedulers.kubernetes_scheduler": "kubernetes scheduler",
     "torchx.schedulers.slurm_scheduler": "slurm scheduler",
-    "torchx.workspace.docker_workspace": "docker workspace",
 }
 
 

@@ -28,14 +28,20 @@ def test_deprecated_warns_on_each_call_and_keeps_the_name() -> None:
 
 
 def test_session_id_from_env_then_stable(monkeypatch: pytest.MonkeyPatch) -> None:
+    from torchx.runner import events
     from torchx.util import session
 
     monkeypatch.setattr(session, "CURRENT_SESSION_ID", None)
+    monkeypatch.setattr(session, "_created", None)
+    monkeypatch.delenv(session.TORCHX_INTERNAL_SESSION_ID, raising=False)
     assert session.get_torchx_session_id() is None
+    created = session.get_session_id_or_create_new()
+    assert (
+        created == session.get_session_id_or_create_new() == events.get_session_id_or_create_new()
+    )
+    assert session.get_torchx_session_id() == created
     monkeypatch.setenv(session.TORCHX_INTERNAL_SESSION_ID, "from-launcher")
-    assert session.get_session_id_or_create_new() == "from-launcher"
-    monkeypatch.setenv(session.TORCHX_INTERNAL_SESSION_ID, "other")
-    assert session.get_session_id_or_create_new() == "from-launcher"
+    assert events.get_session_id_or_create_new() == "from-launcher"
     assert session.get_torchx_session_id() == "from-launcher"
 
 

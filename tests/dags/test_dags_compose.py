@@ -1,4 +1,4 @@
-"""docker-compose.yml: an Airflow 3.3 stack with this project and dags/ (never started here)."""
+"""docker-compose.yml: its structure and the compose tool's check (test_dags_compose_stack.py runs it)."""
 
 from __future__ import annotations
 
@@ -34,22 +34,42 @@ def test_services_present_with_healthchecks(compose: dict[str, Any]) -> None:
 def test_airflow_services_run_this_project_with_dags_mounted(compose: dict[str, Any]) -> None:
     for name in ["airflow-init", *AIRFLOW_SERVICES]:
         service = compose["services"][name]
-        assert service["image"].startswith("apache/airflow:3.3.2"), name
+        assert service["image"] == "torchx-flow/airflow:3.3.2", name  # compose-images.sh
         env = service["environment"]
-        assert env["_PIP_ADDITIONAL_REQUIREMENTS"] == "-e /opt/torchx-flow"
+        assert "_PIP_ADDITIONAL_REQUIREMENTS" not in env  # installed in the image, offline
         assert env["AIRFLOW__CORE__DAGS_FOLDER"] == "/opt/airflow/dags"
         assert env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"].startswith("postgresql")
         assert "./dags:/opt/airflow/dags:ro" in service["volumes"]
-        assert ".:/opt/torchx-flow:ro" in service["volumes"]
+        assert "./examples:/opt/torchx-flow/examples:ro" in service["volumes"]
         assert "torchx-home:/opt/torchx-home" in service["volumes"]
         assert service["depends_on"]["postgres"]["condition"] == "service_healthy"
     assert set(compose["volumes"]) >= {"postgres-db", "torchx-home"}
+    assert compose["services"]["postgres"]["image"] == "torchx-flow/postgres:15"
+
+
+def test_images_are_built_from_the_repos_dockerfiles() -> None:
+    script = (REPO / "scripts/infra/compose-images.sh").read_text()
+    for image, dockerfile in [
+        ("torchx-flow/airflow:3.3.2", "compose/airflow/Dockerfile"),
+        ("torchx-flow/postgres:15", "compose/postgres/Dockerfile"),
+    ]:
+        assert image in script
+        assert (REPO / dockerfile).read_text().startswith("#")
+        assert "FROM torchx-flow/python:3.11" in (REPO / dockerfile).read_text()
 
 
 def test_only_loopback_ports_are_published(compose: dict[str, Any]) -> None:
     for name, service in compose["services"].items():
         for port in service.get("ports", []):
             assert str(port).startswith("127.0.0.1:"), name
+
+
+def test_scheduler_alone_takes_the_deferrable_switch(compose: dict[str, Any]) -> None:
+    key = "AIRFLOW__OPERATORS__DEFAULT_DEFERRABLE"
+    services = compose["services"]
+    assert services["airflow-scheduler"]["environment"][key] == "${TORCHX_FLOW_DEFERRABLE:-false}"
+    for name in ["airflow-apiserver", "airflow-dag-processor", "airflow-triggerer"]:
+        assert key not in services[name]["environment"], name
 
 
 def _compose_tool() -> list[str] | None:

@@ -96,13 +96,13 @@ class TorchXHook(BaseHook):
 
     @staticmethod
     def make_runner(settings: TorchXSettings) -> Runner:
-        """Returns a ``Runner`` for ``settings`` (component defaults, factory parameters)."""
+        """Returns a ``Runner`` for ``settings`` (its ``.torchxconfig``, factory parameters)."""
         from torchx.runner.api import Runner
 
         return Runner(
             name=SESSION_NAME,
-            component_defaults=settings.component_defaults(),
             scheduler_params=dict(settings.scheduler_params),
+            config=settings.config(),
         )
 
     def _connection_extras(self) -> Optional[Mapping[str, Any]]:

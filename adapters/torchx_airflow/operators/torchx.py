@@ -32,13 +32,16 @@ from torchx_airflow.version_compat import BaseOperator, Context, default_deferra
 
 if TYPE_CHECKING:
     from torchx.runner.api import Runner
+    from torchx.runner.launch import PerRole
     from torchx.specs.api import AppDef, AppStatus
-    from torchx_airflow._appdef import PerRole
+    from torchx.util.log_tee_helpers import LogTee
     from torchx_airflow._settings import TorchXSettings
 
 __all__ = ["TorchXAppError", "TorchXOperator"]
 
 _XCOM_KEYS = ("app_handle", "app_id", "state", "ui_url", "tracker_run_id")
+_DUMP_LIMIT = 2000  # log lines per replica copied after a deferred wait
+_JOIN_TIMEOUT = 10.0  # seconds per replica for the log tails to reach the end
 
 
 class TorchXOperator(BaseOperator):
@@ -63,10 +66,15 @@ class TorchXOperator(BaseOperator):
         image: an image for every role, or ``{role: image}``; templated.
         resource: a named resource for every role, or ``{role: name}``; templated.
         max_retries: scheduler-side retries of every role (``Role.max_retries``).
+        role_retry_policy: ``APPLICATION``, ``REPLICA`` or ``ROLE`` for every role
+            (``Role.retry_policy``; Airflow's own ``retry_policy`` is a different thing).
+        env: variables set in every role's env (they beat the role's own); templated.
         parent_run_id: the tracker parent run, e.g. an upstream task's ``tracker_run_id``
             XCom; templated.
         torchx_conn_id: the ``torchx`` connection (None: only these arguments).
-        deferrable: wait in the triggerer (``TorchXJobTrigger``) instead of the worker.
+        deferrable: wait in the triggerer (``TorchXJobTrigger``) instead of the worker; a
+            ``local_cwd`` app is handed back to the worker when the triggerer runs on
+            another host or container, which could neither follow nor cancel it.
         poll_interval: the longest time between two status checks, in seconds.
         stream_logs: copy replica logs into the task log.
         durable: keep the app handle in the task state store and re-attach on retry.
@@ -82,6 +90,7 @@ class TorchXOperator(BaseOperator):
         "resource",
         "workspace",
         "parent_run_id",
+        "env",
     )
     template_fields_renderers: ClassVar[dict[str, str]] = {
         "component_args": "json",
@@ -101,6 +110,8 @@ class TorchXOperator(BaseOperator):
         image: PerRole = None,
         resource: PerRole = None,
         max_retries: Optional[int] = None,
+        role_retry_policy: Optional[str] = None,
+        env: Optional[Mapping[str, str]] = None,
         parent_run_id: Optional[str] = None,
         torchx_conn_id: Optional[str] = "torchx_default",
         deferrable: Optional[bool] = None,
@@ -129,6 +140,8 @@ class TorchXOperator(BaseOperator):
         self.image = image
         self.resource = resource
         self.max_retries = max_retries
+        self.role_retry_policy = role_retry_policy
+        self.env = dict(env or {})
         self.parent_run_id = parent_run_id
         self.torchx_conn_id = torchx_conn_id
         self.deferrable = default_deferrable() if deferrable is None else deferrable
@@ -165,13 +178,17 @@ class TorchXOperator(BaseOperator):
         self._app_handle = handle
         if event.get("status") == "error":
             raise TorchXAppError(str(event.get("message")), handle)
-        from torchx_airflow._logs import dump_logs, replicas
+        from torchx_airflow._deferral import WAIT_IN_WORKER
         from torchx_airflow.hooks.torchx import TorchXHook
 
         runner = TorchXHook.make_runner(self._resolve_settings())
+        if event.get("status") == WAIT_IN_WORKER:  # the triggerer cannot see this local app
+            self.log.info("%s", event.get("message"))
+            status = self._wait(runner, handle, runner.describe(handle))
+            return self._finish(context, handle, status)
         status = runner.status(handle)
         if self.stream_logs and status is not None:
-            dump_logs(runner, handle, replicas(runner.describe(handle), status), self.log.info)
+            self._log_tee(runner, handle, runner.describe(handle), status).copy(_DUMP_LIMIT)
         return self._finish(context, handle, status)
 
     def on_kill(self) -> None:
@@ -213,29 +230,37 @@ class TorchXOperator(BaseOperator):
     def _launch(
         self, runner: Runner, settings: TorchXSettings, slot: AppSlot
     ) -> tuple[str, Optional[AppDef]]:
-        from torchx_airflow._appdef import apply_overrides, build_app
+        from torchx.runner.launch import LaunchRequest
 
-        scheduler = settings.resolve_scheduler()
-        cfg = settings.run_cfg(runner, scheduler)
-        if runner.scheduler_run_opts(scheduler).get("detach") is not None:
-            cfg.setdefault("detach", True)
-        app = build_app(
-            self.component, self.component_args, self.app, settings.component_defaults()
-        )
-        apply_overrides(
-            app,
+        scheduler = runner.config.scheduler(settings.scheduler)
+        cfg = settings.scheduler_cfg
+        if isinstance(cfg, str):
+            cfg = runner.cfg_from_str(scheduler, cfg)
+        opts = runner.scheduler_run_opts(scheduler)
+        if opts.get("detach") is not None and runner.config.get(scheduler, "detach") is None:
+            cfg = {"detach": True, **(cfg or {})}  # local apps outlive the worker
+        request = LaunchRequest(
+            component=self.component,
+            component_args=self.component_args if self.component is not None else None,
+            app=self.app,
+            scheduler=scheduler,
+            cfg=cfg,
+            workspace=self.workspace or None,
             image=self.image,
             resource=self.resource,
             max_retries=self.max_retries,
-            env=settings.tracker_env(),
+            retry_policy=self.role_retry_policy,
+            env=self.env,
+            parent_run_id=self.parent_run_id,
         )
-        info = runner.dryrun(app, scheduler, cfg, self.workspace or None, self.parent_run_id)
+        info = runner.dryrun_request(request)
         handle = runner.schedule(info)
         slot.set(handle)
         self.log.info("launched TorchX app %s", handle)
         return handle, info.app
 
     def _defer(self, handle: str, settings: TorchXSettings) -> None:
+        from torchx_airflow._deferral import host_identity, is_host_local
         from torchx_airflow.triggers.torchx import TorchXJobTrigger
 
         trigger = TorchXJobTrigger(
@@ -243,20 +268,36 @@ class TorchXOperator(BaseOperator):
             torchx_conn_id=self.torchx_conn_id,
             scheduler_params=dict(settings.scheduler_params),
             poll_interval=self.poll_interval,
+            worker_host=host_identity() if is_host_local(handle) else None,
         )
         self.defer(trigger=trigger, method_name="execute_complete")
 
     def _wait(self, runner: Runner, handle: str, app: Optional[AppDef]) -> Optional[AppStatus]:
-        from torchx_airflow._logs import LogStreamer, replicas
-
-        streamer = None
+        tee = None
         if self.stream_logs:
-            targets = replicas(app, runner.status(handle))
-            streamer = LogStreamer(runner, handle, targets, self.log.info).start()
+            tee = self._log_tee(runner, handle, app, runner.status(handle)).start()
         status = runner.wait(handle, wait_interval=self.poll_interval)
-        if streamer is not None:
-            streamer.join()
+        if tee is not None:
+            tee.join(_JOIN_TIMEOUT)
         return status
+
+    def _log_tee(
+        self, runner: Runner, handle: str, app: Optional[AppDef], status: Optional[AppStatus]
+    ) -> LogTee:
+        """Copies replica logs into the task log, ``[role/k]``-prefixed; never fails the task."""
+        from torchx.util.log_tee_helpers import LogTee, replicas_of
+
+        def unavailable(role: str, k: int, e: BaseException) -> None:
+            self.log.info("[%s/%d] (logs unavailable: %s: %s)", role, k, type(e).__name__, e)
+
+        return LogTee(
+            runner,
+            handle,
+            self.log.info,
+            replicas=replicas_of(app, status),
+            prefix="[{role}/{replica}] ",
+            on_error=unavailable,
+        )
 
     def _finish(self, context: Context, handle: str, status: Optional[AppStatus]) -> Any:
         from torchx_airflow._status import failure_message, xcom_result

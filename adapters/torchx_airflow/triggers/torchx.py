@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any, Optional
 
+from torchx_airflow._deferral import handback_payload, needs_worker
 from torchx_airflow._status import event_payload
 from torchx_airflow.version_compat import BaseTrigger, TriggerEvent
 
@@ -24,6 +25,9 @@ class TorchXJobTrigger(BaseTrigger):
     ...}``, and never raises: a problem following the app becomes an ``error`` event. Polls
     start fast (0.1 s) and back off to ``poll_interval``. When a user kills the deferred
     task (Airflow 3.3+), :meth:`on_kill` cancels the app; a triggerer restart does not.
+    An app of a host-local scheduler (``local_cwd``) launched on another host than the
+    triggerer's is not touched: the one event is ``{"status": "wait_in_worker", ...}`` and the
+    task waits for the app in the worker (see ``torchx_airflow._deferral``).
 
     Args:
         app_handle: the app to follow (``scheduler://session/app_id``).
@@ -31,6 +35,8 @@ class TorchXJobTrigger(BaseTrigger):
         scheduler_params: the scheduler factory parameters the task used (primitives only;
             run options are not needed to follow or cancel an app).
         poll_interval: the longest time between two status checks, in seconds.
+        worker_host: where the app was launched (``_deferral.host_identity()``), for apps of
+            host-local schedulers; None: followed from anywhere.
     """
 
     def __init__(
@@ -39,8 +45,10 @@ class TorchXJobTrigger(BaseTrigger):
         torchx_conn_id: Optional[str] = None,
         scheduler_params: Optional[Mapping[str, Any]] = None,
         poll_interval: float = 5.0,
+        worker_host: Optional[str] = None,
     ) -> None:
         super().__init__()
+        self.worker_host = worker_host
         self.app_handle = app_handle
         self.torchx_conn_id = torchx_conn_id
         self.scheduler_params = dict(scheduler_params or {})
@@ -48,15 +56,15 @@ class TorchXJobTrigger(BaseTrigger):
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         """Returns the class path and primitive kwargs that rebuild this trigger."""
-        return (
-            f"{type(self).__module__}.{type(self).__qualname__}",
-            {
-                "app_handle": self.app_handle,
-                "torchx_conn_id": self.torchx_conn_id,
-                "scheduler_params": dict(self.scheduler_params),
-                "poll_interval": self.poll_interval,
-            },
-        )
+        kwargs: dict[str, Any] = {
+            "app_handle": self.app_handle,
+            "torchx_conn_id": self.torchx_conn_id,
+            "scheduler_params": dict(self.scheduler_params),
+            "poll_interval": self.poll_interval,
+        }
+        if self.worker_host:
+            kwargs["worker_host"] = self.worker_host
+        return f"{type(self).__module__}.{type(self).__qualname__}", kwargs
 
     async def _runner(self) -> Runner:
         from torchx_airflow.hooks.torchx import TorchXHook
@@ -66,6 +74,9 @@ class TorchXJobTrigger(BaseTrigger):
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
         """Yields one event when the app ends, vanishes, or cannot be followed."""
+        if self.worker_host and needs_worker(self.app_handle, self.worker_host):
+            yield TriggerEvent(handback_payload(self.app_handle, self.worker_host))
+            return
         try:
             runner = await self._runner()
             delay = min(_FIRST_POLL, self.poll_interval)
@@ -82,6 +93,9 @@ class TorchXJobTrigger(BaseTrigger):
 
     async def on_kill(self) -> None:
         """Cancels the app (called on a user kill of the deferred task, Airflow 3.3+)."""
+        if needs_worker(self.app_handle, self.worker_host):
+            self.log.warning("cannot cancel %s from this host: it runs elsewhere", self.app_handle)
+            return
         runner = await self._runner()
         self.log.info("cancelling TorchX app %s", self.app_handle)
         await asyncio.to_thread(runner.cancel, self.app_handle)

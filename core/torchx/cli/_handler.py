@@ -63,8 +63,28 @@ def _is_user_error(e: BaseException) -> bool:
     return isinstance(e, (TorchXError, ComponentNotFoundException, ComponentValidationException))
 
 
+def _config_file_error(e: BaseException) -> str | None:
+    """One line for a ``.torchxconfig`` that ``configparser`` cannot read, else None."""
+    configparser = sys.modules.get("configparser")  # loaded if a config file was read
+    if configparser is None or not isinstance(e, configparser.Error):
+        return None
+    source = getattr(e, "source", None) or "a .torchxconfig file"
+    lineno = getattr(e, "lineno", None)
+    where = f"{source}, line {lineno}" if lineno else source
+    first = (getattr(e, "message", "") or str(e)).splitlines()[0].rstrip(".")
+    hint = "every option must be under a [section] header, e.g. [local_cwd]"
+    if not isinstance(e, configparser.MissingSectionHeaderError):
+        hint = "fix or remove it, or set TORCHXCONFIG= (empty) to ignore config files"
+    return f"cannot read {where}: {first}; {hint}"
+
+
 def _one_line(e: BaseException) -> str:
-    msg = exception_message(e)
+    config_error = _config_file_error(e)
+    if config_error is not None:
+        return config_error
+    if isinstance(e, SyntaxError):
+        return f"syntax error in {e.filename or 'a Python file'}, line {e.lineno}: {e.msg}"
+    msg = " ".join(exception_message(e).split("\n"))
     if isinstance(e, CliError) or _is_user_error(e):
         return msg or type(e).__name__
     return f"{type(e).__name__}: {msg} (rerun with `torchx --log_level DEBUG ...` for details)"

@@ -15,15 +15,11 @@ if TYPE_CHECKING:
 
     from torchx.runner import Runner
 
-__all__ = ["AppHandleSubCommand", "SubCommand", "get_runner", "unknown_app_error"]
+__all__ = ["AppHandleSubCommand", "SubCommand", "unknown_app_error"]
 
 
 def get_runner(*args: Any, **kwargs: Any) -> Runner:
-    """Returns ``torchx.runner.get_runner(*args, **kwargs)``, importing the runner lazily.
-
-    The ``cancel``, ``delete``, ``describe`` and ``status`` commands look this name up at call
-    time, so tests may replace ``torchx.cli.cmd_base.get_runner``.
-    """
+    """Returns ``torchx.runner.get_runner(*args, **kwargs)``, importing the runner lazily."""
     from torchx.runner import get_runner as _get_runner
 
     return _get_runner(*args, **kwargs)

@@ -179,7 +179,7 @@ class CmdRun(SubCommand):
     def _run_args_from_stdin(self, args: argparse.Namespace) -> TorchXRunArgs:
         parser = self._parser()
         conflicts = [
-            action.option_strings[-1] if action.option_strings else action.dest
+            action.option_strings[-1] if action.option_strings else "the component (positional)"
             for action in parser._actions
             if action.dest not in _STDIN_COMPATIBLE
             and getattr(args, action.dest, action.default) not in (action.default, [])

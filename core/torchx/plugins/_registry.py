@@ -22,7 +22,7 @@ from torchx.plugins._register import PLUGIN_NAME_ATTR, PLUGIN_TYPE_ATTR
 from torchx.plugins._types import NAMESPACES, PluginInfo, PluginType, RegistrationError
 from torchx.util import entrypoints
 
-__all__ = ["ENV_TORCHX_PLUGINS_SOURCE", "PluginRegistry", "pkgutil", "registry"]
+__all__ = ["ENV_TORCHX_PLUGINS_SOURCE", "PluginRegistry", "registry"]
 
 ENV_TORCHX_PLUGINS_SOURCE = "TORCHX_PLUGINS_SOURCE"
 _NAMESPACE_BIT = 1

@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Optional, Union
 
 if TYPE_CHECKING:
-    from torchx.specs.api import AppDef, CfgVal, Role, Workspace
+    from torchx.specs.api import AppDef, CfgVal, RetryPolicy, Role, Workspace
 
 __all__ = ["ComponentArgs", "LaunchRequest", "PerRole", "build_app"]
 
@@ -54,6 +54,8 @@ class LaunchRequest:
         image: an image for every role, or ``{role: image}``.
         resource: a named resource for every role, or ``{role: named resource}``.
         max_retries: the scheduler-side retries of every role (``Role.max_retries``).
+        retry_policy: the retry policy of every role (a ``RetryPolicy`` or its name:
+            ``APPLICATION``, ``REPLICA``, ``ROLE``); None keeps the roles' own.
         env: variables set in every role's env (they beat the role's own values; the
             ``TORCHX_*`` variables the runner sets beat both).
         parent_run_id: the tracker parent run (``$TORCHX_PARENT_RUN_ID`` beats it).
@@ -68,6 +70,7 @@ class LaunchRequest:
     image: PerRole = None
     resource: PerRole = None
     max_retries: Optional[int] = None
+    retry_policy: Union[RetryPolicy, str, None] = None
     env: Mapping[str, str] = dataclasses.field(default_factory=dict)
     parent_run_id: Optional[str] = None
 
@@ -152,6 +155,7 @@ def _check_role_keys(value: PerRole, roles: Sequence[Role], what: str) -> None:
 def _apply_overrides(app: AppDef, request: LaunchRequest) -> None:
     _check_role_keys(request.image, app.roles, "image")
     _check_role_keys(request.resource, app.roles, "resource")
+    policy = _retry_policy(request.retry_policy)
     for role in app.roles:
         image = _for_role(request.image, role)
         if image:
@@ -163,4 +167,22 @@ def _apply_overrides(app: AppDef, request: LaunchRequest) -> None:
             role.resource = make_resource(h=named)
         if request.max_retries is not None:
             role.max_retries = request.max_retries
+        if policy is not None:
+            role.retry_policy = policy
         role.env.update(request.env)
+
+
+def _retry_policy(value: Union[RetryPolicy, str, None]) -> Optional[RetryPolicy]:
+    from torchx.specs.api import RetryPolicy
+
+    if value is None or isinstance(value, RetryPolicy):
+        return value
+    try:
+        return RetryPolicy[str(value).upper()]
+    except KeyError:
+        names = [p.name for p in RetryPolicy]
+        close = difflib.get_close_matches(str(value).upper(), names, n=1)
+        hint = f" (did you mean `{close[0]}`?)" if close else ""
+        raise ValueError(
+            f"unknown retry policy `{value}`{hint}; use one of {', '.join(names)}"
+        ) from None

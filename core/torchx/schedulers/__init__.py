@@ -13,7 +13,6 @@ TorchX, where any scheduler plugin hid every builtin.
 from __future__ import annotations
 
 import importlib
-import sys
 from collections.abc import Mapping
 from types import MappingProxyType
 
@@ -21,10 +20,8 @@ from types import MappingProxyType
 # keep it to the standard library's cheapest modules (no typing, dataclasses, importlib.util).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from types import ModuleType
     from typing import Any, Optional
 
-    from torchx import plugins
     from torchx.schedulers._factory import SchedulerFactory
     from torchx.schedulers.api import Scheduler
 
@@ -34,7 +31,6 @@ __all__ = [
     "SchedulerFactory",
     "get_default_scheduler_name",
     "get_scheduler_factories",
-    "plugins",
 ]
 
 
@@ -138,10 +134,9 @@ def get_scheduler_factories(*, skip_defaults: bool = False) -> dict[str, Schedul
         ``local_cwd``, ``slurm``, ``kubernetes``; only those installed appear);
         a plugin with a builtin's name replaces it in place, other plugins follow.
     """
-    plugin_registry: ModuleType = sys.modules[__name__].plugins  # late-bound: patchable
-    found: Mapping[str, SchedulerFactory] = plugin_registry.registry().get(
-        plugin_registry.PluginType.SCHEDULER
-    )
+    from torchx import plugins
+
+    found: Mapping[str, SchedulerFactory] = plugins.registry().get(plugins.PluginType.SCHEDULER)
     if skip_defaults:
         return dict(found)
     factories = _builtin_factories()

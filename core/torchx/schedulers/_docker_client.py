@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 import re
+import sys
+import time
 from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
@@ -28,6 +30,7 @@ __all__ = [
 ]
 
 DEFAULT_SOCKET = "unix:///var/run/docker.sock"
+_CHANGE_EVENTS = ("start", "die", "pause", "unpause", "destroy")
 _EXITED = re.compile(r"^\w+ \((-?\d+)\)")
 
 
@@ -67,7 +70,15 @@ class DockerEngine:
 
     def __init__(self, client: Optional[Any] = None) -> None:
         self._client = client
+        self._injected = client is not None
         self._checked = client is not None
+
+    def close(self) -> None:
+        """Closes the SDK client if this facade created it (an injected one is the caller's)."""
+        if self._client is not None and not self._injected:
+            self._client.close()
+            self._client = None
+            self._checked = False
 
     @property
     def client(self) -> Any:
@@ -146,7 +157,7 @@ class DockerEngine:
                 text = str(chunk["stream"])
                 log.extend(line for line in text.splitlines() if line.strip())
                 if not quiet:
-                    print(text, end="", flush=True)
+                    print(text, end="", file=sys.stderr, flush=True)
             if "aux" in chunk and "ID" in chunk["aux"]:
                 image_id = str(chunk["aux"]["ID"])
             if "error" in chunk:
@@ -234,6 +245,27 @@ class DockerEngine:
             }
             for c in found
         ]
+
+    def wait_event(self, label: str, since: float, timeout: float) -> bool:
+        """Blocks until a container carrying ``label`` starts, dies, pauses or is removed.
+
+        Events since ``since`` (a Unix time on the engine's clock) count, so a change that
+        happened after the caller last looked is not missed.
+
+        Returns:
+            True on an event, False when ``timeout`` seconds passed without one.
+        """
+        until = time.time() + max(0.0, timeout)
+        filters = {"type": "container", "label": label, "event": list(_CHANGE_EVENTS)}
+        stream = self.client.api.events(
+            since=f"{since:.6f}", until=f"{until:.6f}", filters=filters, decode=True
+        )
+        try:
+            for _ in stream:
+                return True
+            return False
+        finally:
+            stream.close()
 
     def restart_count(self, container_id: str) -> int:
         """Returns how often the engine restarted a container (0 if it is gone)."""

@@ -11,8 +11,7 @@ and ``delete`` work from any process. Unlike TorchX:
   containers, and ``delete`` removes containers, network and marker;
 - ``list`` is scoped to the scheduler's session, like ``local_cwd``.
 
-Importing this module does not import the ``docker`` SDK; creating a scheduler without an
-injected client does, and a missing SDK names the extra to install.
+Importing this module does not import the ``docker`` SDK (creating a scheduler does).
 """
 
 from __future__ import annotations
@@ -23,13 +22,14 @@ import os
 import threading
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Optional
 
+from torchx.schedulers._docker._opts import Opts
 from torchx.schedulers._docker._request import (
     LABEL_APP_ID,
     LABEL_APP_NAME,
+    LABEL_MAX_RETRIES,
     LABEL_REPLICA_ID,
     LABEL_ROLE_INDEX,
     LABEL_ROLE_NAME,
@@ -46,13 +46,15 @@ from torchx.schedulers._docker._state import (
     ContainerInfo,
     app_state,
     container_state,
+    failure_msg,
+    roles_from_containers,
+    signature,
 )
 from torchx.schedulers.api import (
     DescribeAppResponse,
     ListAppResponse,
     Scheduler,
     Stream,
-    StructuredOpts,
     filter_regex,
     split_lines_iterator,
 )
@@ -61,9 +63,6 @@ from torchx.specs.api import (
     AppDef,
     AppDryRunInfo,
     AppState,
-    ReplicaStatus,
-    Role,
-    RoleStatus,
     is_terminal,
 )
 from torchx.workspace.docker_workspace import DockerWorkspaceMixin
@@ -132,24 +131,6 @@ def _version() -> str:
     return __version__
 
 
-@dataclass
-class Opts(StructuredOpts):
-    """Run options of ``local_docker``."""
-
-    copy_env: Optional[list[str]] = None
-    """list of glob patterns of environment variables to copy if not set in AppDef.
-    Ex: FOO_*"""
-
-    env: Optional[dict[str, str]] = None
-    """environment variables to be passed to the run. The separator sign can be eiher comma or
-    semicolon (e.g. ENV1:v1,ENV2:v2,ENV3:v3 or ENV1:V1;ENV2:V2). Environment variables from env
-    will be applied on top of the ones from copy_env"""
-
-    privileged: bool = False
-    """If true runs the container with elevated permissions. Equivalent to running with
-    `docker run --privileged`."""
-
-
 class DockerScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, Any]]):
     """Runs each replica as a container on a Docker engine.
 
@@ -169,6 +150,7 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, Any]]):
         super().__init__("docker", session_name, docker_client=client, engine=engine)
         self._engine = engine
         self._grace_period = grace_period
+        self._described_at: dict[str, float] = {}
         self._last_seen: dict[str, tuple[tuple[str, str, int], ...]] = {}
         self._stopping: set[str] = set()
 
@@ -233,6 +215,7 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, Any]]):
                 role_index=int(labels.get(LABEL_ROLE_INDEX, 0)),
                 replica_id=int(labels.get(LABEL_REPLICA_ID, 0)),
                 session=labels.get(LABEL_SESSION, ""),
+                retries=int(labels.get(LABEL_MAX_RETRIES, 0)),
             )
             infos.append((r["id"], info))
         infos.sort(key=lambda t: (t[1].role_index, t[1].replica_id))
@@ -243,19 +226,22 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, Any]]):
 
     def describe(self, app_id: str) -> Optional[DescribeAppResponse]:
         """Describes an app from its containers' labels and states; None if it has none."""
+        self._described_at[app_id] = time.time()
         infos = self._infos(app_id)
+        self._last_seen[app_id] = signature(infos)
         if not infos:
             return None
-        self._last_seen[app_id] = _signature(infos)
         states = [container_state(i.status, i.exit_code) for _, i in infos]
         state = app_state(states, cancelled=self._cancelled(app_id))
         if state == AppState.FAILED:
             live = [cid for (cid, _), s in zip(infos, states, strict=True) if not is_terminal(s)]
             self._fail_fast(app_id, live)
         resp = DescribeAppResponse(app_id=app_id, state=state, num_restarts=0)
-        resp.msg = _failure_msg(infos, states)
-        resp.roles, resp.roles_statuses = _roles(infos, states)
-        resp.num_restarts = sum(self._engine.restart_count(cid) for cid, _ in infos)
+        resp.msg = failure_msg(infos, states)
+        resp.roles, resp.roles_statuses = roles_from_containers(infos, states)
+        resp.num_restarts = sum(
+            self._engine.restart_count(cid) for cid, info in infos if info.retries
+        )
         return resp
 
     def _fail_fast(self, app_id: str, live: list[str]) -> None:
@@ -296,16 +282,21 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, Any]]):
         ]
 
     def wait_for_change(self, app_id: str, timeout: float) -> None:
-        """Returns once a container of the app changed state since the last ``describe``."""
-        deadline = time.monotonic() + max(0.0, timeout)
+        """Returns once the app changed since the last ``describe``, or after ``timeout`` seconds.
+
+        It blocks on the engine's events (a container starting, ending, pausing or being
+        removed), then waits briefly until the change is visible in the container list: the
+        engine emits ``die`` just before the container reads as exited.
+        """
         seen = self._last_seen.get(app_id)
-        interval = 0.02
-        while time.monotonic() < deadline:
-            now = _signature(self._infos(app_id))
-            if seen is None or now != seen:
-                return
-            time.sleep(min(interval, max(0.0, deadline - time.monotonic())))
-            interval = min(interval * 1.5, 0.5)
+        deadline = time.monotonic() + max(0.0, timeout)
+        if seen is None or signature(self._infos(app_id)) != seen:
+            return
+        since = self._described_at.get(app_id, time.time())
+        if not self._engine.wait_event(f"{LABEL_APP_ID}={app_id}", since, timeout):
+            return
+        while time.monotonic() < deadline and signature(self._infos(app_id)) == seen:
+            time.sleep(0.02)
 
     # -- cancel and delete -----------------------------------------------------------------
 
@@ -320,6 +311,17 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, Any]]):
             )
         self._engine.stop([cid for cid, _ in infos], self._grace_period)
 
+    def delete(self, app_id: str) -> None:
+        """Deletes the app; also removes a network or marker left after its containers went."""
+        if self.exists(app_id):
+            self._delete_existing(app_id)
+        else:
+            self._remove_app(app_id)
+
+    def close(self) -> None:
+        """Closes the engine connection this scheduler opened (apps keep running)."""
+        self._engine.close()
+
     def _delete_existing(self, app_id: str) -> None:
         """Stops the app, then removes its containers, network and marker."""
         infos = self._infos(app_id)
@@ -331,6 +333,7 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, Any]]):
         self._engine.remove([r["id"] for r in self._engine.containers(label)])
         self._engine.remove_networks(label)
         self._engine.remove_markers(label)
+        self._described_at.pop(app_id, None)
         self._last_seen.pop(app_id, None)
 
     # -- logs ------------------------------------------------------------------------------
@@ -370,34 +373,6 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, Any]]):
         )
         lines = split_lines_iterator(c.decode("utf-8", errors="replace") for c in chunks)
         return filter_regex(regex, lines) if regex else lines
-
-
-def _signature(infos: builtins.list[tuple[str, ContainerInfo]]) -> tuple[tuple[str, str, int], ...]:
-    return tuple((i.name, i.status, i.exit_code) for _, i in infos)
-
-
-def _failure_msg(
-    infos: builtins.list[tuple[str, ContainerInfo]], states: builtins.list[AppState]
-) -> str:
-    failed = [i for (_, i), s in zip(infos, states, strict=True) if s == AppState.FAILED]
-    if not failed:
-        return ""
-    first = failed[0]
-    where = f"{first.role}/{first.replica_id} ({first.name})"
-    return f"replica {where} exited with code {first.exit_code}"
-
-
-def _roles(
-    infos: builtins.list[tuple[str, ContainerInfo]], states: builtins.list[AppState]
-) -> tuple[builtins.list[Role], builtins.list[RoleStatus]]:
-    roles: dict[str, Role] = {}
-    statuses: dict[str, RoleStatus] = {}
-    for (_, info), state in zip(infos, states, strict=True):
-        role = roles.setdefault(info.role, Role(name=info.role, image="", num_replicas=0))
-        role.num_replicas += 1
-        status = statuses.setdefault(info.role, RoleStatus(info.role, []))
-        status.replicas.append(ReplicaStatus(info.replica_id, state, info.role, info.name))
-    return list(roles.values()), list(statuses.values())
 
 
 def create_scheduler(session_name: str, **kwargs: Any) -> DockerScheduler:

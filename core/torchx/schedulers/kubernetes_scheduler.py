@@ -68,6 +68,7 @@ from torchx.schedulers.ids import make_unique
 from torchx.specs.api import AppDef, AppDryRunInfo, CfgVal
 from torchx.specs.overlays import get_overlay
 from torchx.util.strings import normalize_str
+from torchx.workspace.docker_workspace import DockerWorkspaceMixin
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -188,7 +189,7 @@ def _check_pod_names(resource: Mapping[str, Any]) -> None:
             )
 
 
-class KubernetesScheduler(Scheduler[Mapping[str, CfgVal]]):
+class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVal]]):
     """Runs apps on Kubernetes, as a Volcano Job (default) or as plain Jobs (``mode=plain``).
 
     The app id is ``{namespace}:{job name}``. Cancel aborts a Volcano Job but keeps it for
@@ -198,15 +199,15 @@ class KubernetesScheduler(Scheduler[Mapping[str, CfgVal]]):
         session_name: the session name.
         client: a ``kubernetes.client.ApiClient``; None loads the in-cluster config, then the
             kubeconfig, on first use.
-        docker_client: accepted for TorchX compatibility (image workspaces); unused here.
+        docker_client: a ``docker.DockerClient`` for image workspaces (built, then pushed to
+            ``image_repo``); default: from the environment, only when a workspace is built.
     """
 
     def __init__(
         self, session_name: str, client: Optional[Any] = None, docker_client: Optional[Any] = None
     ) -> None:
-        super().__init__("kubernetes", session_name)
+        super().__init__("kubernetes", session_name, docker_client=docker_client)
         self._client = client
-        self._docker_client = docker_client
 
     # -- client ------------------------------------------------------------------------------
 
@@ -249,6 +250,7 @@ class KubernetesScheduler(Scheduler[Mapping[str, CfgVal]]):
         return self._submit_dryrun_volcano(app, opts)
 
     def _submit_dryrun_volcano(self, app: AppDef, opts: Opts) -> AppDryRunInfo[KubernetesJob]:
+        images_to_push = self.dryrun_push_images(app, opts)  # workspace images -> image_repo
         resource = app_to_resource(
             app,
             str(opts.queue),
@@ -264,7 +266,7 @@ class KubernetesScheduler(Scheduler[Mapping[str, CfgVal]]):
         if opts.validate_spec:
             with api_server_errors(self._api_client(), "validating the job spec"):
                 self._volcano().create(opts.namespace, resource, dry_run=True)
-        return AppDryRunInfo(KubernetesJob(images_to_push={}, resource=resource), repr)
+        return AppDryRunInfo(KubernetesJob(images_to_push=images_to_push, resource=resource), repr)
 
     def _submit_dryrun_plain(self, app: AppDef, opts: Opts) -> AppDryRunInfo[KubernetesJob]:
         settings = VolcanoSettings(
@@ -295,6 +297,8 @@ class KubernetesScheduler(Scheduler[Mapping[str, CfgVal]]):
             ValueError: a Job with the same name already exists.
         """
         opts = Opts.from_cfg(dryrun_info._cfg or {})
+        if dryrun_info.request.images_to_push:
+            self.push_images(dryrun_info.request.images_to_push)
         with api_server_errors(self._api_client(), "submitting the job"):
             if opts.mode == MODE_PLAIN:
                 name = self._plain().create(dryrun_info.request.resource)

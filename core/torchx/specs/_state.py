@@ -141,18 +141,20 @@ class AppStatus:
         The line is the last non-empty line of the error message of
         ``structured_error_msg`` (torchelastic's ``{"message": {"message": ...}}`` or a flat
         ``{"message": ...}``, else the text itself); when the app has none, the first
-        replica error that has one.
+        replica error that has one, FAILED replicas before the others (which were usually
+        stopped because of them).
         """
         from torchx.specs._status_format import error_summary
 
         found = error_summary(self.structured_error_msg)
         if found:
             return found
-        for role in self.roles:
-            for replica in role.replicas:
-                found = error_summary(replica.structured_error_msg)
-                if found:
-                    return found
+        replicas = [replica for role in self.roles for replica in role.replicas]
+        replicas.sort(key=lambda r: r.state != AppState.FAILED)  # stable: FAILED first
+        for replica in replicas:
+            found = error_summary(replica.structured_error_msg)
+            if found:
+                return found
         return ""
 
     def raise_for_status(self) -> None:

@@ -255,7 +255,14 @@ class CustomComponentsFinder(ComponentsFinder):
         stem = os.path.splitext(os.path.basename(abspath))[0]
         module = types.ModuleType(f"torchx_component_file_{stem}")
         module.__file__ = abspath
-        exec(compile(source, abspath, "exec"), module.__dict__)
+        try:
+            exec(compile(source, abspath, "exec"), module.__dict__)
+        except ImportError as e:  # name the file: the import is the component's, not torchx's
+            raise type(e)(
+                f"component file {self._filepath}: {e}; install it in this Python environment",
+                name=e.name,
+                path=e.path,
+            ) from e
         return module.__dict__
 
     def find(self, validators: list[ComponentFunctionValidator] | None) -> list[_Component]:
@@ -332,6 +339,11 @@ def _not_found_message(name: str, known: list[str]) -> str:
         " `torchx builtins`. Or registered via `[torchx.components]` entry point"
         f" (see: {_CONFIGURE_URL})"
     )
+    if name.endswith(".py"):  # a file without the function: the most common slip
+        return (
+            f"Component `{name}` not found: to run a function of a component file, name it"
+            f" as `{name}:FUNCTION_NAME`"
+        )
     close = difflib.get_close_matches(name, known, n=3)
     if close:
         msg += " Did you mean: " + ", ".join(f"`{c}`" for c in close) + "?"

@@ -32,6 +32,8 @@ class SchedulerTestSuite:
         supports_streams: ``log_iter`` separates stdout and stderr.
         supports_list: ``list()`` shows the scheduler's apps.
         delete_removes: after ``delete`` the app no longer exists (else it is only terminal).
+        supports_fail_fast: one failed replica fails the app and stops the others.
+        supports_tail: ``log_iter(should_tail=True)`` follows a replica until it ends.
     """
 
     timeout: float = 120.0
@@ -39,6 +41,8 @@ class SchedulerTestSuite:
     supports_streams: bool = True
     supports_list: bool = True
     delete_removes: bool = True
+    supports_fail_fast: bool = True
+    supports_tail: bool = True
 
     # -- hooks -----------------------------------------------------------------------------
 
@@ -150,6 +154,8 @@ class SchedulerTestSuite:
             assert self.logs(app_id, "echo", 0, streams=Stream.STDERR) == ["oops 0"]
 
     def test_log_iter_tails_until_the_app_ends(self) -> None:
+        if not self.supports_tail:
+            return
         app_id = self.submit("tail")
         self.wait_until(app_id, lambda d: d.state != AppState.SUBMITTED, "started")
         lines = self.logs(app_id, "tail", 0, should_tail=True)
@@ -157,6 +163,8 @@ class SchedulerTestSuite:
         assert self.wait_terminal(app_id).state == AppState.SUCCEEDED
 
     def test_fail_fast_stops_the_other_replicas(self) -> None:
+        if not self.supports_fail_fast:
+            return
         app_id = self.submit("fail")
         desc = self.wait_terminal(app_id)
         assert desc.state == AppState.FAILED
@@ -190,13 +198,13 @@ class SchedulerTestSuite:
     def test_list_shows_submitted_apps(self) -> None:
         if not self.supports_list:
             return
-        ids = [self.submit("echo"), self.submit("fail")]
-        for app_id in ids:
-            self.wait_terminal(app_id)
+        kinds = ["echo", "fail"] if self.supports_fail_fast else ["echo", "echo"]
+        ids = [self.submit(kind) for kind in kinds]
+        ends = [self.wait_terminal(app_id).state for app_id in ids]
         listed = {a.app_id: a for a in self.scheduler.list()}
         assert set(ids) <= set(listed)
-        assert listed[ids[0]].state == AppState.SUCCEEDED
-        assert listed[ids[1]].state == AppState.FAILED
+        assert [listed[app_id].state for app_id in ids] == ends
+        assert ends[0] == AppState.SUCCEEDED
 
     def test_unknown_app(self) -> None:
         assert self.scheduler.describe("tx-no-such-app-b0b0b0") is None

@@ -1,8 +1,7 @@
 """Entry-point lookups (``torchx.util.entrypoints``).
 
-Every lookup goes through the module attribute :data:`metadata` at call time, so tests and
-users can replace ``torchx.util.entrypoints.metadata`` with an object whose
-``entry_points()`` returns something else.
+Every lookup reads ``importlib.metadata`` at call time, so distributions installed (or put
+on ``sys.path``) after import are found.
 
 Example::
 
@@ -20,7 +19,7 @@ from collections.abc import Callable, Mapping
 from importlib.metadata import EntryPoint
 from typing import Any
 
-__all__ = ["load", "load_group", "metadata", "select"]
+__all__ = ["load", "load_group", "select"]
 
 
 class _NoDefault:
@@ -40,7 +39,7 @@ def select(group: str) -> list[EntryPoint]:
         group: the entry-point group, e.g. ``"torchx.schedulers"``.
 
     Returns:
-        The entry points of the group, read through ``torchx.util.entrypoints.metadata``.
+        The entry points of the group, read from ``importlib.metadata``.
     """
     eps: Any = metadata.entry_points()
     if hasattr(eps, "select"):

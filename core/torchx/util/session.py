@@ -22,16 +22,23 @@ CURRENT_SESSION_ID: Optional[str] = None
 """The session id once it was read or created (None before)."""
 
 
-def get_session_id_or_create_new() -> str:
-    """Returns this process's session id, creating it on first use.
+_created: Optional[str] = None  # the uuid this process made up, reused while the env is unset
 
-    It is ``$TORCHX_INTERNAL_SESSION_ID`` when set (a job inherits its launcher's session),
-    otherwise a new uuid4; it stays the same for the life of the process.
+
+def get_session_id_or_create_new() -> str:
+    """Returns this process's session id (the one ``torchx.runner.events`` records).
+
+    ``$TORCHX_INTERNAL_SESSION_ID`` wins whenever it is set (a job inherits its launcher's
+    session); otherwise a uuid4 is created once and kept for the life of the process.
     """
-    global CURRENT_SESSION_ID
-    if not CURRENT_SESSION_ID:
-        CURRENT_SESSION_ID = os.environ.get(TORCHX_INTERNAL_SESSION_ID) or str(uuid.uuid4())
-    return CURRENT_SESSION_ID
+    global CURRENT_SESSION_ID, _created
+    session_id = os.environ.get(TORCHX_INTERNAL_SESSION_ID)
+    if not session_id:
+        if _created is None:
+            _created = str(uuid.uuid4())
+        session_id = _created
+    CURRENT_SESSION_ID = session_id
+    return session_id
 
 
 def get_torchx_session_id() -> Optional[str]:

@@ -78,9 +78,9 @@ def build_step(
 ) -> LaunchRequest:
     """Renders step ``name`` and returns the launch request to submit for it.
 
-    The AppDef is built here (``torchx.runner.launch.build_app``) so that the step's retry
-    policy can be applied; the request carries it with the scheduler, run options and the
-    tracker parent (the parent step's run).
+    The AppDef is built here (``torchx.runner.launch.build_app``: the KFP launcher ships it as
+    JSON); the request carries it with the scheduler, run options and the tracker parent (the
+    parent step's run).
 
     Args:
         pipeline: the validated pipeline.
@@ -89,7 +89,6 @@ def build_step(
         component_defaults: ``[component:NAME]`` defaults.
     """
     from torchx.runner.launch import LaunchRequest, build_app
-    from torchx.specs import RetryPolicy
     from torchx.workflow._plan import parent_of
 
     step = pipeline.effective(name)
@@ -102,13 +101,11 @@ def build_step(
             image=r.image,
             resource=r.resource,
             max_retries=r.max_retries,
+            retry_policy=r.retry_policy,
             env=r.env,
         ),
         component_defaults,
     )
-    if r.retry_policy:
-        for role in app.roles:
-            role.retry_policy = RetryPolicy[r.retry_policy]
     parent = parent_of(pipeline, name)
     parent_run = resolve.results.get(parent, {}).get("tracker_run_id") if parent else None
     return LaunchRequest(

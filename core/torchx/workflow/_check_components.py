@@ -15,8 +15,12 @@ from torchx.workflow.model import Pipeline
 __all__ = ["check_registries"]
 
 
-def _option_names(args: list[str]) -> tuple[list[tuple[int, str]], list[int]]:
-    """Returns ``([(index, option name)], [indices of positional tokens])`` before ``--``."""
+def _option_names(args: list[str], has_var: bool) -> tuple[list[tuple[int, str]], list[int]]:
+    """Returns ``([(index, option name)], [indices of positional tokens])``.
+
+    Like the component parser: ``--`` ends the options, and with ``*args`` the first
+    positional token starts them (``utils.sh test -f x``: ``-f`` belongs to the command).
+    """
     options: list[tuple[int, str]] = []
     positional: list[int] = []
     i = 0
@@ -30,6 +34,8 @@ def _option_names(args: list[str]) -> tuple[list[tuple[int, str]], list[int]]:
             i += 1 if "=" in tok else 2
             continue
         positional.append(i)
+        if has_var:
+            break
         i += 1
     return options, positional
 
@@ -44,7 +50,7 @@ def _check_args(fn: Callable[..., Any], args: Any, defaults: Mapping[str, str]) 
         given = list(args)
         located = [(("args", k), k) for k in given]
     else:
-        options, positional = _option_names(args)
+        options, positional = _option_names(args, has_var)
         given = [n for _, n in options]
         located = [(("args", i), n) for i, n in options]
         if positional and not has_var:

@@ -43,7 +43,10 @@ def coerce_param(name: str, param: Param, value: Any) -> Any:
     """
     try:
         if param.type == "integer" and not isinstance(value, bool):
-            value = int(value)
+            number = float(value)  # "5", 5 and 5.0 (KFP passes integers as floats)
+            if not number.is_integer():
+                raise ValueError(value)
+            value = int(number)
         elif param.type == "number" and not isinstance(value, bool):
             value = float(value)
         elif param.type == "boolean" and isinstance(value, str):

@@ -108,6 +108,7 @@ def test_trigger_on_kill_cancels_the_app() -> None:
 
 
 def test_hook_reads_connection_extras_and_arguments_win(monkeypatch: pytest.MonkeyPatch) -> None:
+    from torchx.runner.launch import LaunchRequest
     from torchx_airflow.hooks.torchx import TorchXHook
 
     extra = {
@@ -122,14 +123,27 @@ def test_hook_reads_connection_extras_and_arguments_win(monkeypatch: pytest.Monk
     )
     hook = TorchXHook("torchx_test", scheduler="local_cwd", scheduler_cfg={"log_dir": "/arg"})
     settings = hook.settings
-    assert settings.resolve_scheduler() == "local_cwd"
-    cfg = settings.run_cfg(hook.get_conn(), "local_cwd")
-    assert cfg == {"log_dir": "/arg", "prepend_cwd": True, "auto_set_cuda_visible_devices": True}
-    assert settings.component_defaults() == {"dist.ddp": {"j": "1x2"}}
-    assert settings.tracker_env() == {
-        "TORCHX_TRACKERS": "fsspec",
-        "TORCHX_TRACKER_FSSPEC_CONFIG": "/tmp/tracker.txt",
+    assert settings.scheduler == "local_cwd"
+    assert settings.scheduler_cfg == {"log_dir": "/arg", "prepend_cwd": True}
+    # the core launch path reads the rest from the connection's .torchxconfig text
+    request = LaunchRequest(
+        component="dist.ddp",
+        component_args=["--script", "train.py"],
+        scheduler=settings.scheduler,
+        cfg=settings.scheduler_cfg,
+    )
+    info = hook.get_conn().dryrun_request(request)
+    assert info._cfg is not None
+    assert {k: info._cfg[k] for k in ("log_dir", "prepend_cwd")} == {
+        "log_dir": "/arg",
+        "prepend_cwd": True,
     }
+    assert info._cfg["auto_set_cuda_visible_devices"] is True
+    assert info._app is not None
+    (role,) = info._app.roles
+    assert "--nproc_per_node 2" in role.args[-1]  # [component:dist.ddp] j = 1x2
+    assert role.env["TORCHX_TRACKERS"] == "fsspec"
+    assert role.env["TORCHX_TRACKER_FSSPEC_CONFIG"] == "/tmp/tracker.txt"
 
 
 def test_hook_errors_are_one_clear_line(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -138,7 +152,7 @@ def test_hook_errors_are_one_clear_line(monkeypatch: pytest.MonkeyPatch) -> None
 
     with pytest.raises(AirflowNotFoundException, match="connection `nope` does not exist"):
         _ = TorchXHook("nope").settings
-    assert TorchXHook().settings.resolve_scheduler() == "local_cwd"  # default conn is optional
+    assert TorchXHook().get_conn().config.scheduler() == "local_cwd"  # default conn is optional
     monkeypatch.setenv(
         "AIRFLOW_CONN_TX", json.dumps({"conn_type": "torchx", "extra": {"schedular": "x"}})
     )
@@ -146,39 +160,17 @@ def test_hook_errors_are_one_clear_line(monkeypatch: pytest.MonkeyPatch) -> None
         _ = TorchXHook("tx").settings
 
 
-def test_settings_string_cfg_is_parsed_with_the_scheduler_runopts() -> None:
-    from torchx.runner import get_runner
+def test_settings_text_sets_the_default_scheduler_and_wins_over_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from torchx_airflow._settings import TorchXSettings
 
-    settings = TorchXSettings(scheduler_cfg="prepend_cwd=True,log_dir=/x")
-    assert settings.run_cfg(get_runner(), "local_cwd") == {"prepend_cwd": True, "log_dir": "/x"}
-    cli = TorchXSettings(torchxconfig="[cli:run]\nscheduler = local_docker\n")
-    assert cli.resolve_scheduler() == "local_docker"
-
-
-# ------------------------------------------------------------------ appdef, status, reattach
-
-
-def test_overrides_set_image_named_resource_and_scheduler_retries() -> None:
-    from torchx.specs import resource
-    from torchx_airflow._appdef import apply_overrides, build_app
-
-    app = build_app("dist.ddp", ["-j", "1x2", "--script", "train.py"], None, {})
-    apply_overrides(app, image="img:1", resource={"train": "cpu.small"}, max_retries=3)
-    (role,) = app.roles
-    assert (role.image, role.max_retries) == ("img:1", 3)
-    assert role.resource == resource(h="cpu.small")
-    with pytest.raises(ValueError, match="names role `trian` \\(did you mean `train`\\?\\)"):
-        apply_overrides(app, resource={"trian": "cpu.small"})
-
-
-def test_component_defaults_and_dict_args() -> None:
-    from torchx_airflow._appdef import build_app
-
-    app = build_app("utils.echo", {"msg": "from dict"}, None, {})
-    assert app.roles[0].args == ["from dict"]
-    app = build_app("utils.echo", [], None, {"utils.echo": {"msg": "from defaults"}})
-    assert app.roles[0].args == ["from defaults"]
+    worker_file = tmp_path / ".torchxconfig"
+    worker_file.write_text("[cli:run]\nscheduler = from_file\n[local_cwd]\nlog_dir = /f\n")
+    monkeypatch.setenv("TORCHXCONFIG", str(worker_file))
+    config = TorchXSettings(torchxconfig="[cli:run]\nscheduler = local_docker\n").config()
+    assert config.scheduler() == "local_docker"
+    assert config.section("local_cwd") == {"log_dir": "/f"}
 
 
 def test_failure_message_leads_with_structured_error() -> None:

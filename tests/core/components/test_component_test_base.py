@@ -112,5 +112,21 @@ def test_run_component_with_an_appdef_factory(tmp_path: Path) -> None:
     assert [r.role for r in status.roles] == ["a", "b"]
 
 
+class ReadmeExampleTest(ComponentTestCase):
+    """The README's ComponentTestCase example, on examples/components.py."""
+
+    def test_greet(self) -> None:
+        import importlib.util
+
+        path = Path(__file__).resolve().parents[3] / "examples" / "components.py"
+        spec = importlib.util.spec_from_file_location("components", path)
+        assert spec is not None and spec.loader is not None
+        components = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(components)
+        self.validate(components, "greet")
+        status = self.run_component(components.greet, {"name": "ci"})
+        assert status is not None and status.state == AppState.SUCCEEDED
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -237,13 +237,3 @@ def test_explicit_source_argument(site: Path) -> None:
     write_file(site, "torchx_plugins/schedulers/a.py", SCHED.format(name="alpha"))
     assert PluginRegistry(source=0).get(PluginType.SCHEDULER) == {}
     assert list(PluginRegistry(source=1).get(PluginType.SCHEDULER)) == ["alpha"]
-
-
-def test_pkgutil_module_reference_is_used(site: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from types import SimpleNamespace
-
-    from torchx.plugins import _registry
-
-    write_file(site, "torchx_plugins/schedulers/a.py", SCHED.format(name="alpha"))
-    monkeypatch.setattr(_registry, "pkgutil", SimpleNamespace(iter_modules=lambda *a, **k: []))
-    assert registry().get(PluginType.SCHEDULER) == {}

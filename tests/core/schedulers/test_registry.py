@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 from _support import write_dist
 
-import torchx.schedulers as schedulers
 from torchx import plugins
 from torchx._pending import is_pending
 from torchx.schedulers import (
@@ -149,26 +148,3 @@ def test_skip_defaults_returns_plugins_only(install_plugins: Any) -> None:
     assert get_scheduler_factories(skip_defaults=True) == {}
     install_plugins({"custom": "tmp_sched_plugin:create_custom"})
     assert list(get_scheduler_factories(skip_defaults=True)) == ["custom"]
-
-
-def test_plugins_module_reference_is_looked_up_at_call_time(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    def fake_factory(session_name: str, **kwargs: Any) -> str:
-        return "fake"
-
-    class FakeRegistry:
-        def get(self, plugin_type: plugins.PluginType) -> dict[str, Any]:
-            assert plugin_type == plugins.PluginType.SCHEDULER
-            return {"fake": fake_factory}
-
-    class FakePlugins:
-        PluginType = plugins.PluginType
-
-        @staticmethod
-        def registry() -> FakeRegistry:
-            return FakeRegistry()
-
-    monkeypatch.setattr(schedulers, "plugins", FakePlugins)
-    assert dict(get_scheduler_factories(skip_defaults=True)) == {"fake": fake_factory}  # type: ignore[comparison-overlap]
-    assert list(get_scheduler_factories())[-1] == "fake"

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import textwrap
-from importlib.metadata import EntryPoint, EntryPoints
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
+from _support import write_dist
 
 from torchx.specs import file_linter
 from torchx.specs.file_linter import (
@@ -16,7 +15,6 @@ from torchx.specs.file_linter import (
     get_fn_docstring,
     validate,
 )
-from torchx.util import entrypoints
 from torchx.util.io import read_conf_file
 
 
@@ -189,18 +187,14 @@ def test_read_conf_file_missing() -> None:
     )
 
 
-def _fake_contents(path: str) -> str | None:
-    return f"# from entry point: {path}" if path.startswith("virtual/") else None
-
-
-def test_read_conf_file_entry_point(monkeypatch: pytest.MonkeyPatch) -> None:
-    ep = EntryPoint(
-        name="get_file_contents",
-        value=f"{__name__}:_fake_contents",
-        group="torchx.file",
+def test_read_conf_file_entry_point(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "linter_fake_files.py").write_text(
+        "def contents(path):\n"
+        "    return f'# from entry point: {path}' if path.startswith('virtual/') else None\n"
     )
-    fake = SimpleNamespace(entry_points=lambda: EntryPoints([ep]))
-    monkeypatch.setattr(entrypoints, "metadata", fake)
+    value = "linter_fake_files:contents"
+    write_dist(tmp_path, "fake_files", {"torchx.file": {"get_file_contents": value}})
+    monkeypatch.syspath_prepend(str(tmp_path))
     assert read_conf_file("virtual/a.py") == "# from entry point: virtual/a.py"
     with pytest.raises(FileNotFoundError):
         read_conf_file("components/dist.py")  # the entry point replaces the default lookup

@@ -5,11 +5,10 @@ from __future__ import annotations
 import textwrap
 import uuid
 from collections.abc import Iterator
-from importlib.metadata import EntryPoint, EntryPoints
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
+from _support import write_dist
 
 import torchx.components
 from torchx.specs import finder
@@ -25,7 +24,6 @@ from torchx.specs.finder import (
     is_package,
     module_relname,
 )
-from torchx.util import entrypoints
 
 BUILTINS = [
     "dist.ddp",
@@ -82,11 +80,10 @@ def fake_package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     return name
 
 
-def _use_entry_points(monkeypatch: pytest.MonkeyPatch, mapping: dict[str, str]) -> None:
-    eps = EntryPoints(
-        EntryPoint(name=k, value=v, group="torchx.components") for k, v in mapping.items()
-    )
-    monkeypatch.setattr(entrypoints, "metadata", SimpleNamespace(entry_points=lambda: eps))
+def _use_entry_points(monkeypatch: pytest.MonkeyPatch, mapping: dict[str, str], site: Path) -> None:
+    """Installs a real dist-info declaring ``mapping`` in the ``torchx.components`` group."""
+    write_dist(site, f"comps_{uuid.uuid4().hex[:8]}", {"torchx.components": mapping})
+    monkeypatch.syspath_prepend(str(site))
 
 
 def test_exactly_ten_builtins() -> None:
@@ -103,9 +100,9 @@ def test_cache_is_module_global(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_entry_point_components_hide_builtins(
-    fake_package: str, monkeypatch: pytest.MonkeyPatch
+    fake_package: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    _use_entry_points(monkeypatch, {"foo": fake_package})
+    _use_entry_points(monkeypatch, {"foo": fake_package}, tmp_path / "eps")
     with pytest.warns(UserWarning, match="broken"):
         components = get_components()
     assert sorted(components) == ["foo.comps.good", "foo.sub.more.good"]
@@ -120,16 +117,18 @@ def test_entry_point_components_hide_builtins(
 
 
 def test_underscore_alias_has_no_prefix_and_keeps_builtins(
-    fake_package: str, monkeypatch: pytest.MonkeyPatch
+    fake_package: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    _use_entry_points(monkeypatch, {"_0": fake_package, "_": "torchx.components"})
+    _use_entry_points(monkeypatch, {"_0": fake_package, "_": "torchx.components"}, tmp_path / "eps")
     with pytest.warns(UserWarning, match="broken"):
         names = sorted(get_components())
     assert names == sorted(BUILTINS + ["comps.good", "sub.more.good"])
 
 
-def test_entry_point_that_fails_to_load_is_skipped(monkeypatch: pytest.MonkeyPatch) -> None:
-    _use_entry_points(monkeypatch, {"gone": "no_such_module_xyz"})
+def test_entry_point_that_fails_to_load_is_skipped(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    _use_entry_points(monkeypatch, {"gone": "no_such_module_xyz"}, tmp_path / "eps")
     with pytest.warns(UserWarning, match="gone"):
         assert sorted(get_components()) == BUILTINS
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 from _support import write_dist
@@ -81,11 +80,11 @@ def test_load_group_empty_gives_default_or_none(site: Path) -> None:
     assert entrypoints.load_group("no.such.group", default={"a": 1}, skip_defaults=True) is None
 
 
-def test_metadata_is_looked_up_at_call_time(monkeypatch: pytest.MonkeyPatch) -> None:
-    from importlib.metadata import EntryPoint
-
-    ep = EntryPoint(name="p", value="os.path:join", group="g")
-    fake = SimpleNamespace(entry_points=lambda: {"g": [ep]})  # the older dict-shaped API
-    monkeypatch.setattr(entrypoints, "metadata", fake)
-    assert entrypoints.load("g", "p") is __import__("os").path.join
-    assert entrypoints.load_group("g")["p"]("a", "b") == "a/b"
+def test_distributions_added_after_import_are_found(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    late = write_dist(tmp_path / "late", "late_dist", {"g.late": {"p": "os.path:join"}})
+    assert entrypoints.load_group("g.late") is None
+    monkeypatch.syspath_prepend(str(late))
+    assert entrypoints.load("g.late", "p") is __import__("os").path.join
+    assert entrypoints.load_group("g.late")["p"]("a", "b") == "a/b"

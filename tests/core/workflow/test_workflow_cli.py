@@ -138,3 +138,27 @@ def test_ctrl_c_cancels_every_running_step(tmp_path: Path) -> None:
             status = runner.status(handle)
             assert status is not None and status.state == AppState.CANCELLED
     assert sys.executable
+
+
+def test_resume_latest_run_from_the_cli(tmp_path: Path) -> None:
+    gate = tmp_path / "gate"
+    path = _write(
+        tmp_path,
+        f"""\
+        name: gated
+        steps:
+          first: {{component: utils.echo, args: [--msg, one]}}
+          second: {{component: utils.sh, args: [test, -f, "{gate}"], depends_on: [first]}}
+        """,
+    )
+    failed = run_torchx("pipeline", "run", str(path))
+    assert failed.returncode == 1
+    assert "pipeline gated FAILED: 2 steps (first SUCCEEDED, second FAILED)" in failed.stdout
+    assert "step second failed; its logs: torchx log local_cwd://torchx/" in failed.stderr
+    gate.touch()
+    resumed = run_torchx("pipeline", "run", str(path), "--resume")
+    assert resumed.returncode == 0, resumed.stderr
+    assert "(kept from the resumed run)" in resumed.stdout
+    assert "pipeline gated SUCCEEDED: 2 steps" in resumed.stdout
+    listed = run_torchx("pipeline", "list")
+    assert len([line for line in listed.stdout.splitlines() if line.startswith("gated-")]) == 1

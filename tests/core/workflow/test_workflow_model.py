@@ -58,6 +58,9 @@ def test_python_pipeline_same_model() -> None:
 def test_params_are_typed_and_checked() -> None:
     p = load_pipeline(REPO / "examples" / "pipeline.yaml")
     assert resolve_params(p, {"steps": "7"})["steps"] == 7
+    assert resolve_params(p, {"steps": 7.0})["steps"] == 7
+    with pytest.raises(ValueError, match="must be integer, got `7.5`"):
+        resolve_params(p, {"steps": 7.5})
     with pytest.raises(ValueError, match="must be >= 1"):
         resolve_params(p, {"steps": "0"})
     with pytest.raises(ValueError, match="unknown parameter `stpes` \\(did you mean `steps`"):
@@ -202,3 +205,25 @@ def test_bad_yaml_and_bad_expression(tmp_path: Path) -> None:
 def test_step_needs_exactly_one_of_component_or_app() -> None:
     with pytest.raises(ValueError, match="set exactly one of `component`"):
         Step()
+
+
+def test_readme_pipeline_block_is_the_example_file(tmp_path: Path) -> None:
+    import re
+
+    text = (REPO / "README.md").read_text()
+    block = re.search(r"## Pipelines.*?```yaml\n(.*?)```", text, re.S)
+    assert block, "README lost its Pipelines YAML block"
+    path = tmp_path / "readme.yaml"
+    path.write_text(block.group(1))
+    readme = load_pipeline(path, registries=False)
+    example = load_pipeline(REPO / "examples" / "pipeline.yaml", registries=False)
+    for field in ("params", "defaults", "steps"):
+        assert getattr(readme, field) == getattr(example, field), field
+
+
+def test_options_after_the_first_varargs_token_belong_to_the_command() -> None:
+    ok = Pipeline(name="v", steps={"t": Step(component="utils.sh", args=["test", "-f", "/x"])})
+    validate_pipeline(ok)
+    bad = Pipeline(name="v", steps={"t": Step(component="utils.sh", args=["--cpus", "2", "true"])})
+    with pytest.raises(WorkflowError, match="unknown argument `cpus` \\(did you mean `cpu`\\?\\)"):
+        validate_pipeline(bad)

@@ -9,16 +9,14 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import time
 import traceback
-import uuid
 from types import TracebackType
 from typing import Any, Optional
 
 from torchx.runner.events.api import SourceType, TorchxEvent
 from torchx.runner.events.handlers import get_logging_handler
-from torchx.settings import ENV_TORCHX_INTERNAL_SESSION_ID
+from torchx.util import session
 
 __all__ = [
     "SourceType",
@@ -32,7 +30,6 @@ __all__ = [
 logger: logging.Logger = logging.getLogger(__name__)
 
 _events_loggers: dict[str, logging.Logger] = {}
-_session_id: Optional[str] = None
 
 
 def _get_or_create_logger(destination: str) -> logging.Logger:
@@ -64,18 +61,12 @@ def record(event: TorchxEvent, destination: str = "null") -> None:
 
 
 def get_session_id_or_create_new() -> str:
-    """Returns this process's torchx session id.
+    """Returns this process's torchx session id (:mod:`torchx.util.session` keeps it).
 
     ``$TORCHX_INTERNAL_SESSION_ID`` wins when set (a job launched by torchx inherits its
     launcher's session); otherwise a uuid4 is created once per process.
     """
-    global _session_id
-    from_env = os.environ.get(ENV_TORCHX_INTERNAL_SESSION_ID)
-    if from_env:
-        return from_env
-    if _session_id is None:
-        _session_id = str(uuid.uuid4())
-    return _session_id
+    return session.get_session_id_or_create_new()
 
 
 def _source_location(tb: Optional[TracebackType]) -> Optional[str]:

@@ -20,6 +20,7 @@ from torchx.version import __version__
 __all__ = [
     "LABEL_APP_ID",
     "LABEL_APP_NAME",
+    "LABEL_MAX_RETRIES",
     "LABEL_REPLICA_ID",
     "LABEL_ROLE_INDEX",
     "LABEL_ROLE_NAME",
@@ -42,6 +43,7 @@ LABEL_REPLICA_ID = "torchx.pytorch.org/replica-id"
 LABEL_ROLE_INDEX = "torchx.pytorch.org/role-index"
 LABEL_APP_NAME = "torchx.pytorch.org/app-name"
 LABEL_SESSION = "torchx.pytorch.org/session"
+LABEL_MAX_RETRIES = "torchx.pytorch.org/max-retries"
 
 NETWORK = "torchx"
 """Prefix of the per-app user network ``torchx-{app_id}`` (TorchX shares one ``torchx`` network)."""
@@ -179,6 +181,8 @@ def _container(
         LABEL_ROLE_INDEX: str(role_idx),
         LABEL_REPLICA_ID: str(replica_id),
     }
+    if role.max_retries > 0:
+        labels[LABEL_MAX_RETRIES] = str(role.max_retries)
     kwargs: dict[str, Any] = {
         "name": name,
         "hostname": name,
@@ -191,7 +195,8 @@ def _container(
         **_resources(replica),
     }
     if replica.port_map:
-        kwargs["ports"] = {f"{port}/tcp": None for port in replica.port_map.values()}
+        # published on the loopback only; replicas reach each other on the app network anyway
+        kwargs["ports"] = {f"{p}/tcp": ("127.0.0.1", None) for p in replica.port_map.values()}
     command = [replica.entrypoint, *replica.args]
     return DockerContainer(image=role.image, command=command, kwargs=kwargs)
 

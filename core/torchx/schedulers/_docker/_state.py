@@ -5,9 +5,17 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from torchx.specs.api import AppState, is_terminal
+from torchx.specs.api import AppState, ReplicaStatus, Role, RoleStatus, is_terminal
 
-__all__ = ["CONTAINER_STATE", "ContainerInfo", "app_state", "container_state"]
+__all__ = [
+    "CONTAINER_STATE",
+    "ContainerInfo",
+    "app_state",
+    "container_state",
+    "failure_msg",
+    "roles_from_containers",
+    "signature",
+]
 
 CONTAINER_STATE: dict[str, AppState] = {
     "created": AppState.SUBMITTED,
@@ -31,6 +39,7 @@ class ContainerInfo:
     role_index: int
     replica_id: int
     session: str = ""
+    retries: int = 0
 
 
 def container_state(status: str, exit_code: int) -> AppState:
@@ -69,3 +78,32 @@ def app_state(replicas: Iterable[AppState], cancelled: bool = False) -> AppState
         return AppState.RUNNING
     pending = [s for s in states if not is_terminal(s)]
     return min(pending, key=lambda s: s.value) if pending else AppState.UNKNOWN
+
+
+def signature(infos: list[tuple[str, ContainerInfo]]) -> tuple[tuple[str, str, int], ...]:
+    """Returns what identifies the containers' observable state (for change detection)."""
+    return tuple((i.name, i.status, i.exit_code) for _, i in infos)
+
+
+def failure_msg(infos: list[tuple[str, ContainerInfo]], states: list[AppState]) -> str:
+    """Returns the message naming the first failed replica, or ``""``."""
+    failed = [i for (_, i), s in zip(infos, states, strict=True) if s == AppState.FAILED]
+    if not failed:
+        return ""
+    first = failed[0]
+    where = f"{first.role}/{first.replica_id} ({first.name})"
+    return f"replica {where} exited with code {first.exit_code}"
+
+
+def roles_from_containers(
+    infos: list[tuple[str, ContainerInfo]], states: list[AppState]
+) -> tuple[list[Role], list[RoleStatus]]:
+    """Rebuilds the roles (name and replica count) and their replica statuses."""
+    roles: dict[str, Role] = {}
+    statuses: dict[str, RoleStatus] = {}
+    for (_, info), state in zip(infos, states, strict=True):
+        role = roles.setdefault(info.role, Role(name=info.role, image="", num_replicas=0))
+        role.num_replicas += 1
+        status = statuses.setdefault(info.role, RoleStatus(info.role, []))
+        status.replicas.append(ReplicaStatus(info.replica_id, state, info.role, info.name))
+    return list(roles.values()), list(statuses.values())

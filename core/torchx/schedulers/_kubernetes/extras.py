@@ -13,14 +13,28 @@ __all__ = ["TAINT_EFFECTS", "add_pod_extras", "parse_toleration"]
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 
 
-def parse_toleration(text: str) -> Any:
-    """Parse ``key[=value][:Effect]`` (kubectl's taint syntax) into a ``V1Toleration``.
+def _split_toleration(text: str) -> tuple[str, str | None, str]:
+    """``(key, value or None, effect or "")`` of ``key[=value][:Effect]``, ``key:value:Effect``."""
+    parts = text.split(":")
+    if len(parts) > 3:
+        raise ValueError(f"toleration `{text}` has too many `:`; write key[=value][:Effect]")
+    if len(parts) == 3:  # key:value:Effect, for -cfg where `=` separates run options
+        return parts[0], parts[1], parts[2]
+    spec, effect = parts[0], parts[1] if len(parts) == 2 else ""
+    key, eq, value = spec.partition("=")
+    return key, value if eq else None, effect
 
-    ``key=value`` tolerates that exact taint (operator ``Equal``), ``key`` alone any value
-    (``Exists``); without an effect every effect is tolerated.
+
+def parse_toleration(text: str) -> Any:
+    """Parse a toleration into a ``V1Toleration``.
+
+    Forms: ``key[=value][:Effect]`` (kubectl's taint syntax) or ``key:value:Effect`` (for
+    ``-cfg``, where ``=`` separates run options; ``key:value:`` tolerates every effect). With a
+    value the taint must match it (operator ``Equal``), without one any value does (``Exists``);
+    without an effect every effect is tolerated.
 
     Args:
-        text: e.g. ``nvidia.com/gpu:NoSchedule`` or ``pool=train:NoExecute``.
+        text: e.g. ``nvidia.com/gpu:NoSchedule``, ``pool=train:NoExecute``, ``pool:train:``.
 
     Returns:
         The toleration.
@@ -28,8 +42,7 @@ def parse_toleration(text: str) -> Any:
     Raises:
         ValueError: the key is empty or the effect unknown (with the closest valid effect).
     """
-    spec, _, effect = text.partition(":")
-    key, eq, value = spec.partition("=")
+    key, value, effect = _split_toleration(text)
     if not key.strip():
         raise ValueError(f"toleration `{text}` has no key; write it as key[=value][:Effect]")
     if effect and effect not in TAINT_EFFECTS:
@@ -39,8 +52,8 @@ def parse_toleration(text: str) -> Any:
     return new(
         "V1Toleration",
         key=key.strip(),
-        operator="Equal" if eq else "Exists",
-        value=value if eq else None,
+        operator="Exists" if value is None else "Equal",
+        value=value,
         effect=effect or None,
     )
 

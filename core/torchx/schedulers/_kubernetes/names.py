@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 
 from torchx.specs.api import AppDef, Role
@@ -29,6 +30,7 @@ __all__ = [
     "prefix_container_name",
     "rank0_env_name",
     "task_name",
+    "volcano_pod_name",
 ]
 
 RESERVED_MILLICPU = 100
@@ -61,6 +63,7 @@ _LABEL_BAD_CHARS = re.compile(r"[^A-Za-z0-9\-_.]")
 _LABEL_EDGES = re.compile(r"^[^A-Za-z0-9]+|[^A-Za-z0-9]+$")
 
 
+@functools.lru_cache(maxsize=4096)
 def clean_label(value: str) -> str:
     """Make ``value`` a valid label value.
 
@@ -109,6 +112,20 @@ def pod_labels(
 def task_name(role_name: str, replica_id: int) -> str:
     """The Volcano task (and container) name of a replica: ``normalize_str("{role}-{i}")``."""
     return normalize_str(f"{role_name}-{replica_id}")
+
+
+def volcano_pod_name(job: str, role_name: str, replica_id: int) -> str:
+    """The pod Volcano creates for a replica: ``{job}-{task}-0`` (one pod per task).
+
+    Args:
+        job: the Volcano Job name.
+        role_name: the role, as written or as ``describe`` returns it (normalized).
+        replica_id: the replica's index.
+
+    Returns:
+        The pod name (what ``log_iter`` reads in volcano mode).
+    """
+    return f"{job}-{task_name(role_name, replica_id)}-0"
 
 
 def rank0_env_name(role0_name: str) -> str:

@@ -58,7 +58,7 @@ class Opts(StructuredOpts):
     """names of Secrets (docker-registry type) the pods pull their images with"""
 
     tolerations: list[str] = field(default_factory=list)
-    """pod tolerations `key[=value][:Effect]`, e.g. `nvidia.com/gpu:NoSchedule`"""
+    """pod tolerations `key[:value]:Effect`, e.g. `nvidia.com/gpu:NoSchedule;pool:train:`"""
 
     rank0_address: str = "dns"
     """plain mode: how replicas reach rank 0; `dns` (the headless Service's name for rank 0's pod,

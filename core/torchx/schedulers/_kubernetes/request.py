@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from torchx.schedulers._kubernetes.models import sanitize
+from torchx.schedulers._kubernetes.render import dump_yaml, to_plain
 
 __all__ = ["KubernetesJob", "render_yaml", "sanitize_for_serialization"]
 
@@ -19,15 +19,12 @@ def sanitize_for_serialization(obj: object) -> Any:
     Returns:
         JSON-ready data with the API's camelCase keys and ``None`` attributes left out.
     """
-    return sanitize(obj)
+    return to_plain(obj)
 
 
 def render_yaml(data: Any) -> str:
-    """``yaml.dump`` with sorted keys (TorchX's layout), through libyaml when available."""
-    import yaml
-
-    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-    return yaml.dump(data, Dumper=dumper, sort_keys=True)
+    """``yaml.dump`` with sorted keys (TorchX's layout); see :func:`dump_yaml`."""
+    return dump_yaml(data)
 
 
 @dataclass

@@ -6,6 +6,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, Optional
 
+from torchx.schedulers._kubernetes.names import LABEL_UNIQUE_NAME, clean_label
 from torchx.schedulers._kubernetes.request import sanitize_for_serialization
 from torchx.schedulers._kubernetes.volcano import VOLCANO_GROUP, VOLCANO_PLURAL, VOLCANO_VERSION
 from torchx.schedulers._kubernetes.volcano_status import describe_vcjob, list_entry, pod_hostname
@@ -56,11 +57,11 @@ class VolcanoOps:
         self._core = client.CoreV1Api(api_client)
 
     def create(self, namespace: str, resource: Mapping[str, Any], dry_run: bool = False) -> str:
-        """Create the Job; return its name.
+        """Create the Job (``dry_run``: server-side validation only); return its name.
 
         Raises:
-            ValueError: a Job with this name exists (409), or, with ``dry_run``, the API server
-                rejected the spec.
+            ValueError: a Job with this name exists (409), the namespace does not exist, the
+                Volcano Job CRD is not installed, or the API server rejected the spec.
         """
         body = sanitize_for_serialization(resource)
         kwargs = {"dry_run": "All"} if dry_run else {}
@@ -69,16 +70,7 @@ class VolcanoOps:
                 namespace=namespace, body=body, **_CRD, **kwargs
             )
         except _api_exception() as e:
-            status = getattr(e, "status", None)
-            if status == 409:
-                name = _conflict_name(e, body["metadata"]["name"])
-                raise ValueError(
-                    f"Job `{name}` already exists. This seems like a transient exception,"
-                    " try resubmitting job"
-                ) from e
-            if dry_run and status in (400, 404, 422):
-                raise ValueError(f"Invalid job spec: {_reason(e)}") from e
-            raise
+            raise _create_error(e, namespace, body["metadata"]["name"]) from e
         return str(resp["metadata"]["name"])
 
     def get(self, namespace: str, name: str) -> Optional[dict[str, Any]]:
@@ -94,20 +86,25 @@ class VolcanoOps:
         return job
 
     def describe(self, namespace: str, name: str) -> Optional[DescribeAppResponse]:
-        """Describe the Job (None if it does not exist); hostnames from the pods' IPs."""
+        """Describe the Job (None if it does not exist); hostnames from the pods' IPs.
+
+        The pods are read with one label-selected list, not one request per replica.
+        """
         job = self.get(namespace, name)
         if job is None:
             return None
+        ips = self._pod_ips(namespace, name)
         return describe_vcjob(
-            f"{namespace}:{name}", job, lambda pod: self._hostname(namespace, pod)
+            f"{namespace}:{name}", job, lambda pod: pod_hostname(ips.get(pod), namespace)
         )
 
-    def _hostname(self, namespace: str, pod_name: str) -> str:
+    def _pod_ips(self, namespace: str, name: str) -> dict[str, Optional[str]]:
+        selector = f"{LABEL_UNIQUE_NAME}={clean_label(name)}"
         try:
-            pod = self._core.read_namespaced_pod(name=pod_name, namespace=namespace)
+            pods = self._core.list_namespaced_pod(namespace=namespace, label_selector=selector)
         except _api_exception():
-            return ""
-        return pod_hostname(pod.status.pod_ip if pod.status else None, namespace)
+            return {}
+        return {pod.metadata.name: pod.status.pod_ip if pod.status else None for pod in pods.items}
 
     def abort(self, namespace: str, name: str) -> None:
         """Set ``status.state.phase=Aborted``; the spec stays for inspection."""
@@ -139,6 +136,38 @@ class VolcanoOps:
                 return []
             raise
         return [list_entry(namespace, item) for item in resp.get("items", [])]
+
+
+def _create_error(e: Any, namespace: str, name: str) -> Exception:
+    """The clear error for a failed create (the ``ApiException`` itself if none applies)."""
+    status = getattr(e, "status", None)
+    if status == 409:
+        name = _conflict_name(e, name)
+        return ValueError(
+            f"Job `{name}` already exists. This seems like a transient exception,"
+            " try resubmitting job"
+        )
+    if status == 404:
+        if _details(e).get("kind") == "namespaces":
+            return ValueError(
+                f"namespace `{namespace}` does not exist; create it"
+                " (kubectl create namespace ...) or choose another with -cfg namespace=NAME"
+            )
+        return ValueError(
+            f"the Volcano Job CRD ({VOLCANO_PLURAL}.{VOLCANO_GROUP}) is not installed on this"
+            " cluster; install Volcano, or run without it: -cfg mode=plain"
+        )
+    if status in (400, 422):
+        return ValueError(f"Invalid job spec: {_reason(e)}")
+    return e if isinstance(e, Exception) else RuntimeError(str(e))
+
+
+def _details(e: Any) -> dict[str, Any]:
+    try:
+        details = json.loads(e.body).get("details") or {}
+    except (TypeError, ValueError, AttributeError):
+        return {}
+    return details if isinstance(details, dict) else {}
 
 
 def _reason(e: Any) -> str:

@@ -6,8 +6,17 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any
 
+from torchx.schedulers._kubernetes.names import LABEL_KUBE_APP_NAME
 from torchx.schedulers.api import DescribeAppResponse, ListAppResponse
-from torchx.specs.api import NONE, AppState, ReplicaState, ReplicaStatus, Role, RoleStatus
+from torchx.specs.api import (
+    NONE,
+    AppState,
+    ReplicaState,
+    ReplicaStatus,
+    Role,
+    RoleStatus,
+    is_terminal,
+)
 
 __all__ = [
     "JOB_STATE",
@@ -78,13 +87,24 @@ def _task_phase(task_status: Mapping[str, Any]) -> ReplicaState:
     return ReplicaState.UNKNOWN
 
 
+def _spec_tasks(vcjob: Mapping[str, Any]) -> dict[str, str]:
+    """Task name -> container image, in the Job spec's (the app's role) order."""
+    tasks: dict[str, str] = {}
+    for task in (vcjob.get("spec") or {}).get("tasks") or []:
+        containers = ((task.get("template") or {}).get("spec") or {}).get("containers") or [{}]
+        tasks[str(task.get("name", ""))] = str(containers[0].get("image", ""))
+    return tasks
+
+
 def describe_vcjob(
     app_id: str, vcjob: Mapping[str, Any], hostname: HostnameLookup
 ) -> DescribeAppResponse:
     """Describe a Volcano Job object.
 
-    Roles and replicas come from ``status.taskStatusCount`` keys (``{role}-{replica}``, split
-    at the last ``-``), so role names are the normalized ones (as in TorchX).
+    Replicas are the spec's tasks plus any other key of ``status.taskStatusCount``; a task is
+    ``{role}-{replica}`` split at the last ``-``, so role names are the normalized ones (as in
+    TorchX). A task without a count yet (its pod not created) is PENDING while the Job is not
+    finished, else UNKNOWN.
 
     Args:
         app_id: ``{namespace}:{name}``.
@@ -96,25 +116,28 @@ def describe_vcjob(
     """
     name = vcjob.get("metadata", {}).get("name", app_id.partition(":")[2])
     status = vcjob.get("status") or {}
+    state = app_state(vcjob)
+    counts: Mapping[str, Any] = status.get("taskStatusCount") or {}
+    images = _spec_tasks(vcjob)
+    absent = ReplicaState.UNKNOWN if is_terminal(state) else ReplicaState.PENDING
     roles: dict[str, Role] = {}
     statuses: dict[str, RoleStatus] = {}
-    counts: Mapping[str, Any] = status.get("taskStatusCount") or {}
-    for task in sorted(counts, key=_task_sort_key):
+    for task in [*images, *sorted(set(counts) - set(images), key=_task_sort_key)]:
         role, _, idx = task.rpartition("-")
         if role not in roles:
-            roles[role] = Role(name=role, image="", num_replicas=0)
+            roles[role] = Role(name=role, image=images.get(task, ""), num_replicas=0)
             statuses[role] = RoleStatus(role, [])
         roles[role].num_replicas += 1
         replica = ReplicaStatus(
             id=int(idx) if idx.isdigit() else 0,
             role=role,
-            state=_task_phase(counts[task] or {}),
-            hostname=hostname(f"{name}-{task}-0"),
+            state=_task_phase(counts[task] or {}) if task in counts else absent,
+            hostname=hostname(f"{name}-{task}-0"),  # = volcano_pod_name(name, role, idx)
         )
         statuses[role].replicas.append(replica)
     return DescribeAppResponse(
         app_id=app_id,
-        state=app_state(vcjob),
+        state=state,
         num_restarts=int(status.get("retryCount") or 0),
         msg=str((status.get("state") or {}).get("message") or NONE),
         roles=list(roles.values()),
@@ -128,11 +151,12 @@ def _task_sort_key(task: str) -> tuple[str, int]:
 
 
 def list_entry(namespace: str, vcjob: Mapping[str, Any]) -> ListAppResponse:
-    """One ``list`` entry for a Volcano Job object."""
+    """One ``list`` entry for a Volcano Job object (the name from its pods' labels)."""
     name = vcjob["metadata"]["name"]
-    labels = vcjob["metadata"].get("labels") or {}
+    tasks = (vcjob.get("spec") or {}).get("tasks") or [{}]
+    labels = ((tasks[0].get("template") or {}).get("metadata") or {}).get("labels") or {}
     return ListAppResponse(
         app_id=f"{namespace}:{name}",
         state=app_state(vcjob),
-        name=str(labels.get("app.kubernetes.io/name", "")),
+        name=str(labels.get(LABEL_KUBE_APP_NAME, "")),
     )

@@ -93,10 +93,7 @@ def _make_dirs(request: PopenRequest) -> Path:
 
 
 def _supervisor_env() -> dict[str, str]:
-    root = str(Path(torchx.__file__).resolve().parent.parent)
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
-    return env
+    return proto.launcher_env(str(Path(torchx.__file__).resolve().parent.parent))
 
 
 def launch(request: PopenRequest) -> _LocalAppDef:

@@ -29,6 +29,9 @@ __all__ = [
     "STATE_FILE",
     "SUPERVISOR_LOG",
     "TERMINAL_STATES",
+    "launcher_env",
+    "restore_launcher_env",
+    "spawn_env",
     "connect",
     "is_alive",
     "read_json",
@@ -41,6 +44,51 @@ REQUEST_FILE = "request.json"
 STATE_FILE = "state.json"
 SUPERVISOR_LOG = "supervisor.log"
 TERMINAL_STATES = frozenset({"SUCCEEDED", "FAILED", "CANCELLED"})
+_SAVED_PYTHONPATH = "TORCHX_SUPERVISOR_SAVED_PYTHONPATH"
+
+
+def spawn_env(recorded: dict[str, str], inherited: dict[str, str]) -> dict[str, str]:
+    """The environment a replica starts with: the inherited one, then what the request records.
+
+    ``request.json`` records only what the AppDef and torchx set (never the inherited
+    environment, which may hold secrets); its ``PATH`` is a prefix put before the inherited
+    ``PATH``.
+
+    Args:
+        recorded: the replica's ``env`` from ``request.json``.
+        inherited: the environment the supervisor inherited from the launcher.
+    """
+    env = {**inherited, **recorded}
+    paths = [p.strip(":") for p in (recorded.get("PATH"), inherited.get("PATH")) if p]
+    joined = ":".join(p for p in paths if p)
+    if joined:
+        env["PATH"] = joined
+    return env
+
+
+def launcher_env(import_root: str) -> dict[str, str]:
+    """The supervisor's environment: the launcher's, with ``import_root`` on ``PYTHONPATH``.
+
+    The launcher's own ``PYTHONPATH`` is saved so :func:`restore_launcher_env` gives the
+    replicas exactly the launcher's environment.
+    """
+    env = dict(os.environ)
+    old = env.get("PYTHONPATH")
+    env[_SAVED_PYTHONPATH] = "" if old is None else "=" + old
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (import_root, old) if p)
+    return env
+
+
+def restore_launcher_env(environ: dict[str, str] | os._Environ[str]) -> dict[str, str]:
+    """Returns the launcher's environment from the supervisor's (see :func:`launcher_env`)."""
+    env = dict(environ)
+    saved = env.pop(_SAVED_PYTHONPATH, None)
+    if saved is not None:
+        if saved.startswith("="):
+            env["PYTHONPATH"] = saved[1:]
+        else:
+            env.pop("PYTHONPATH", None)
+    return env
 
 
 def read_json(path: Path) -> dict[str, Any] | None:

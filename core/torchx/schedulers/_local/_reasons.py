@@ -18,6 +18,8 @@ def start_error(spec: dict[str, Any], error: BaseException) -> str:
     cwd = spec.get("cwd")
     if isinstance(error, FileNotFoundError) and cwd and error.filename == cwd:
         return f"working directory not found: {cwd}"
+    if isinstance(error, FileNotFoundError) and "/" in cmd:
+        return f"command not found: {cmd} (no such file)"
     if isinstance(error, FileNotFoundError):
         return f"command not found: {cmd} (not on the replica's PATH, nor next to {sys.executable})"
     if isinstance(error, PermissionError):
@@ -43,10 +45,21 @@ def exit_reason(code: int) -> str:
     return f"exited with code {code}"
 
 
-def stopped_reason(code: int | None, why: str) -> str:
-    """What stopped a replica: the app-level reason, and how the replica ended."""
-    how = "before it ended" if code is None else _exit_how(code)
-    return f"stopped {how}: {why}" if why else f"stopped {how}"
+def stopped_reason(code: int | None, why: str, started: bool = True) -> str:
+    """What stopped a replica: the app-level reason, and how the replica ended.
+
+    Args:
+        code: the replica's exit code (None: its end was not observed).
+        why: the app-level reason (e.g. ``cancelled by process 12``).
+        started: whether the replica's process was ever started.
+    """
+    if not started:
+        how = "not started"
+    elif code is None:
+        how = "stopped"
+    else:
+        how = f"stopped {_exit_how(code)}"
+    return f"{how}: {why}" if why else how
 
 
 def _exit_how(code: int) -> str:

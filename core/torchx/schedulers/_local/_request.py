@@ -32,7 +32,13 @@ ENV_CUDA_VISIBLE_DEVICES = "CUDA_VISIBLE_DEVICES"
 
 @dataclass
 class ReplicaParam:
-    """How to start one replica: argv, full environment, log files and working dir."""
+    """How to start one replica: argv, environment, log files and working dir.
+
+    ``env`` holds only what the AppDef and torchx set: the replica starts with the
+    launcher's environment updated by ``env`` (whose ``PATH`` goes before the inherited
+    ``PATH``), so nothing inherited (tokens, passwords) is written to ``request.json`` or
+    printed by a dry run.
+    """
 
     args: list[str]
     env: dict[str, str]
@@ -85,7 +91,10 @@ def join_path(*paths: Optional[str]) -> str:
 def replica_env(
     role: Role, settings: RequestSettings, cwd: Optional[str], replica_dir: str, replica_id: int
 ) -> dict[str, str]:
-    """Build a replica's full environment (parent env, role env, then the torchx variables).
+    """Build what a replica's environment adds to the inherited one (role env, torchx vars).
+
+    Nothing of ``os.environ`` is copied: the supervisor applies the inherited environment
+    when it spawns the replica. ``PATH`` is the prefix torchx puts before the inherited one.
 
     Args:
         role: the role with macros already substituted.
@@ -95,17 +104,17 @@ def replica_env(
         replica_id: the replica index.
 
     Returns:
-        The environment to start the replica with.
+        The variables to set over the inherited environment.
     """
-    env = {**os.environ, **role.env}
+    env = dict(role.env)
     env["PATH"] = join_path(
         cwd if settings.prepend_cwd else None,
         *settings.extra_paths,
         role.env.get("PATH"),
         None if settings.prepend_cwd else cwd,
-        os.environ.get("PATH"),
     )
-    env.setdefault("PYTHONUNBUFFERED", "x")
+    if "PYTHONUNBUFFERED" not in os.environ:
+        env.setdefault("PYTHONUNBUFFERED", "x")
     env["TORCHX_RANK0_HOST"] = "localhost"
     env[MARKER_ENV] = settings.app_dir
     if "TORCHELASTIC_ERROR_FILE" not in role.env:

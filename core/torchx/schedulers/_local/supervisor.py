@@ -23,10 +23,13 @@ import sys
 import time
 from pathlib import Path
 
+from torchx.schedulers._local._procs import children as _children
 from torchx.schedulers._local._protocol import (
     REQUEST_FILE,
     STATE_FILE,
     read_json,
+    restore_launcher_env,
+    spawn_env,
     write_json_atomic,
 )
 from torchx.schedulers._local._reasons import exit_reason, start_error, stopped_reason
@@ -41,6 +44,7 @@ __all__ = ["Supervisor", "main"]
 _PR_SET_CHILD_SUBREAPER = 36
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 _TICK = 0.05
+_DIR_CHECK = 1.0  # seconds between checks that the app's state dir still exists
 
 
 class Supervisor:
@@ -64,8 +68,9 @@ class Supervisor:
         self.app_restarts = 0
         libc = ctypes.CDLL(None, use_errno=True)
         self._libc = libc
+        inherited = restore_launcher_env(os.environ)
         self.replicas = [
-            Replica(role["name"], i, spec, None)
+            Replica(role["name"], i, {**spec, "env": spawn_env(spec["env"], inherited)}, None)
             for role in self.roles
             for i, spec in enumerate(role["replicas"])
         ]
@@ -80,6 +85,7 @@ class Supervisor:
         self.clients: dict[socket.socket, bytes] = {}
         self.waiters: dict[socket.socket, str] = {}
         self._pid = os.getpid()
+        self._dir_checked = time.monotonic()
 
     # -- setup -------------------------------------------------------------------------------
 
@@ -116,10 +122,11 @@ class Supervisor:
         self._write_state()
         while self.phase != "done":
             busy = self.phase == "stopping" or any(r.restart_pending for r in self.replicas)
-            for key, _ in self.sel.select(_TICK if busy else None):
+            for key, _ in self.sel.select(_TICK if busy else _DIR_CHECK):
                 callback, arg = key.data
                 callback(arg)
             self._reap()
+            self._check_app_dir()
             self._advance()
         self._finish()
         return 0
@@ -157,7 +164,7 @@ class Supervisor:
         else:
             replica.state = "FAILED"
             self._record(replica, exit_reason(code))
-            self._on_failure(replica, f"exited with code {code}")
+            self._on_failure(replica, exit_reason(code))
         self._write_state()
 
     def _record(self, replica: Replica, reason: str) -> None:
@@ -203,6 +210,15 @@ class Supervisor:
         if self.phase == "stopping" and not any(r.busy() for r in self.replicas):
             self.phase = "done"
 
+    def _check_app_dir(self) -> None:
+        """Stop the app if its state dir was deleted: nothing could find or stop it any more."""
+        now = time.monotonic()
+        if self.phase != "running" or now < self._dir_checked + _DIR_CHECK:
+            return
+        self._dir_checked = now
+        if not (self.app_dir / REQUEST_FILE).exists():
+            self._begin_stop("CANCELLED", f"the app's state dir {self.app_dir} was deleted")
+
     def _begin_stop(self, final_state: str, msg: str) -> None:
         if self.phase != "running":
             return
@@ -219,7 +235,8 @@ class Supervisor:
             replica.close()
             if replica.state in ("PENDING", "RUNNING"):
                 replica.state = "CANCELLED"
-                self._record(replica, stopped_reason(None, self.msg))
+                started = replica.proc is not None
+                self._record(replica, stopped_reason(None, self.msg, started))
         self.state = self.final_state
         self._write_state(final=True)
         self._write_summary()
@@ -318,7 +335,8 @@ class Supervisor:
                 for role in self.roles
             ],
         }
-        write_json_atomic(self.app_dir / STATE_FILE, data)
+        with contextlib.suppress(FileNotFoundError):  # the state dir was deleted
+            write_json_atomic(self.app_dir / STATE_FILE, data)
         for waiter, seen in list(self.waiters.items()):
             if seen != self.state:
                 self._drop(waiter)
@@ -357,29 +375,6 @@ class Supervisor:
 
 def _ignore(signum: int, frame: object) -> None:
     """Python-level no-op handler: the wakeup fd carries the signal to the loop."""
-
-
-def _children(pid: int) -> list[int]:
-    kids: list[int] = []
-    try:
-        for task in os.listdir(f"/proc/{pid}/task"):
-            with open(f"/proc/{pid}/task/{task}/children") as f:
-                kids.extend(int(p) for p in f.read().split())
-    except OSError:
-        return _children_by_scan(pid)
-    return kids
-
-
-def _children_by_scan(pid: int) -> list[int]:
-    kids = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            with contextlib.suppress(OSError, ValueError, IndexError):
-                with open(f"/proc/{entry}/stat") as f:
-                    stat = f.read()
-                if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-                    kids.append(int(entry))
-    return kids
 
 
 def main(argv: list[str] | None = None) -> int:

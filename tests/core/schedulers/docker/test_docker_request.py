@@ -100,7 +100,7 @@ def test_resources_retries_mounts_devices_ports() -> None:
         "/dev/fuse:/dev/fuse:rw",
         "/dev/infiniband/uverbs0:/dev/infiniband/uverbs0:rwm",
     ]
-    assert trainer["ports"] == {"29500/tcp": None}
+    assert trainer["ports"] == {"29500/tcp": ("127.0.0.1", None)}
     for key in ("nano_cpus", "mem_limit", "device_requests", "restart_policy", "ports"):
         assert key not in reader
 

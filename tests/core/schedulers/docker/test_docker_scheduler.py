@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -171,7 +172,9 @@ def test_cli_run_status_log_list_on_local_docker(tmp_path: Path) -> None:
         listed = run_torchx("list", "-s", "local_docker")
         assert handle.rsplit("/", 1)[1] in listed.stdout, listed.stderr
     finally:
-        run_torchx("delete", handle)
+        deleted = run_torchx("delete", handle)
+    assert deleted.returncode == 0, deleted.stderr
+    assert run_torchx("status", handle).returncode != 0  # gone
 
 
 def test_unreachable_engine_is_one_line_naming_docker_host(tmp_path: Path) -> None:
@@ -213,3 +216,55 @@ def test_with_the_docker_sdk_local_docker_is_the_default() -> None:
     from torchx.schedulers import get_default_scheduler_name
 
     assert get_default_scheduler_name() == "local_docker"
+
+
+@pytest.mark.docker
+def test_volume_and_device_mounts(sched: Any) -> None:
+    import uuid
+
+    import docker
+
+    from torchx.specs.api import DeviceMount, VolumeMount
+
+    volume = f"torchx-test-{uuid.uuid4().hex[:10]}"
+    script = "echo kept > /vol/f && cat /vol/f && test -c /dev/torchx-null && echo device-ok"
+    role = _sh(
+        "m",
+        script,
+        mounts=[VolumeMount(volume, "/vol"), DeviceMount("/dev/null", "/dev/torchx-null", "rw")],
+    )
+    client = docker.from_env()
+    try:
+        app_id = _run(sched, AppDef("mounts", roles=[role]))
+        desc = _wait(sched, app_id)
+        assert desc.state == AppState.SUCCEEDED, list(sched.log_iter(app_id, "m"))
+        assert list(sched.log_iter(app_id, "m")) == ["kept\n", "device-ok\n"]
+        sched.delete(app_id)
+    finally:
+        try:
+            client.volumes.get(volume).remove(force=True)
+        except docker.errors.NotFound:
+            pass
+        client.close()
+
+
+@pytest.mark.docker
+def test_delete_removes_a_network_left_without_containers(sched: Any) -> None:
+    import docker
+
+    from torchx.schedulers.docker_scheduler import LABEL_APP_ID, ensure_network
+
+    app_id = "orphan-" + os.urandom(4).hex()
+    client = docker.from_env()
+    try:
+        client.networks.create(f"torchx-{app_id}", driver="bridge", labels={LABEL_APP_ID: app_id})
+        assert sched.describe(app_id) is None
+        sched.delete(app_id)
+        assert client.networks.list(names=[f"torchx-{app_id}"]) == []
+        ensure_network(client, f"torchx-{app_id}")  # TorchX's helper: idempotent create
+        ensure_network(client, f"torchx-{app_id}")
+        assert len(client.networks.list(names=[f"torchx-{app_id}"])) == 1
+    finally:
+        for net in client.networks.list(names=[f"torchx-{app_id}"]):
+            net.remove()
+        client.close()

@@ -124,3 +124,55 @@ def test_bad_app_ids(bad: str) -> None:
     with pytest.raises(ValueError, match="not of the form NAMESPACE:NAME"):
         split_app_id(bad)
     assert split_app_id("ns:x") == ("ns", "x")
+
+
+def test_volcano_pod_name_accepts_written_and_normalized_role_names() -> None:
+    from torchx.schedulers._kubernetes.names import volcano_pod_name
+
+    assert volcano_pod_name("app-x1", "Data_Reader", 2) == "app-x1-datareader-2-0"
+    assert volcano_pod_name("app-x1", "datareader", 2) == "app-x1-datareader-2-0"
+
+
+def _with_tasks(job: dict[str, Any], *tasks: str) -> dict[str, Any]:
+    job["spec"]["tasks"] = [
+        {
+            "name": t,
+            "template": {
+                "metadata": {"labels": {"app.kubernetes.io/name": "my.app"}},
+                "spec": {"containers": [{"image": f"img-{t.rpartition('-')[0]}"}]},
+            },
+        }
+        for t in tasks
+    ]
+    return job
+
+
+def test_replicas_come_from_the_spec_before_volcano_counts_them() -> None:
+    job = _with_tasks(_job(None), "trainer-0", "trainer-1", "ps-0")
+    desc = describe_vcjob("ns:app-x1", job, lambda _: "")
+    assert desc.state == AppState.UNKNOWN
+    assert [(r.name, r.image, r.num_replicas) for r in desc.roles] == [
+        ("trainer", "img-trainer", 2),
+        ("ps", "img-ps", 1),
+    ]
+    assert {r.state for rs in desc.roles_statuses for r in rs.replicas} == {ReplicaState.PENDING}
+    running = _with_tasks(_job("Running", {"ps-0": {"phase": {"Running": 1}}}), "trainer-0", "ps-0")
+    states = [
+        r.state
+        for rs in describe_vcjob("ns:j", running, lambda _: "").roles_statuses
+        for r in rs.replicas
+    ]
+    assert states == [ReplicaState.PENDING, ReplicaState.RUNNING]
+    done = _with_tasks(
+        _job("Completed", {"ps-0": {"phase": {"Succeeded": 1}}}), "trainer-0", "ps-0"
+    )
+    states = [
+        r.state
+        for rs in describe_vcjob("ns:j", done, lambda _: "").roles_statuses
+        for r in rs.replicas
+    ]
+    assert states == [ReplicaState.UNKNOWN, ReplicaState.SUCCEEDED]
+
+
+def test_list_entry_name_from_pod_labels() -> None:
+    assert list_entry("ml", _with_tasks(_job("Running"), "r-0")).name == "my.app"

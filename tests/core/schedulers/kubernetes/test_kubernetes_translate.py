@@ -229,11 +229,44 @@ def test_overlay_and_runopts_tolerations_compose() -> None:
 
 
 @pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("gpu", {"key": "gpu", "operator": "Exists"}),
+        ("gpu:NoSchedule", {"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}),
+        ("pool=train", {"key": "pool", "operator": "Equal", "value": "train"}),
+        (
+            "pool=t:NoExecute",
+            {"key": "pool", "operator": "Equal", "value": "t", "effect": "NoExecute"},
+        ),
+        (
+            "pool:t:NoExecute",
+            {"key": "pool", "operator": "Equal", "value": "t", "effect": "NoExecute"},
+        ),
+        ("pool:t:", {"key": "pool", "operator": "Equal", "value": "t"}),
+    ],
+)
+def test_toleration_forms(text: str, expected: dict[str, str]) -> None:
+    assert sanitize_for_serialization(parse_toleration(text)) == expected
+
+
+def test_tolerations_through_the_cli_cfg_grammar() -> None:
+    opts = ks.create_scheduler("t").run_opts()
+    cfg = opts.cfg_from_str("queue=q,validate_spec=False,tolerations=gpu:NoSchedule;pool:train:")
+    spec = _dryrun(AppDef("app", [_role()]), **cfg)["spec"]["tasks"][0]["template"]["spec"]
+    assert spec["tolerations"] == [
+        {"key": "gpu", "operator": "Exists", "effect": "NoSchedule"},
+        {"key": "pool", "operator": "Equal", "value": "train"},
+    ]
+
+
+@pytest.mark.parametrize(
     ("text", "error"),
     [
         ("=v:NoSchedule", "has no key"),
         ("k:NoSchedul", "did you mean `NoSchedule`"),
         ("k:Bogus", "use one of"),
+        ("k:v:NoExecut", "did you mean `NoExecute`"),
+        ("a:b:c:d", "too many `:`"),
     ],
 )
 def test_bad_tolerations(text: str, error: str) -> None:
@@ -329,3 +362,33 @@ def test_dryrun_yaml_is_torchx_layout() -> None:
         "apiVersion: batch.volcano.sh/v1alpha1\nkind: Job\nmetadata:\n  name: kitchensink-"
     )
     assert "securityContext: {}" in text and "sidecar.istio.io/inject: 'false'" in text
+
+
+def test_workspace_images_are_renamed_to_image_repo_and_planned_for_push() -> None:
+    app = AppDef("app", [_role(image="sha256:abc123"), _role(name="b", image="plain:1")])
+    info = ks.create_scheduler("t").submit_dryrun(
+        app, {"queue": "q", "validate_spec": False, "image_repo": "registry.local/me"}
+    )
+    assert info.request.images_to_push == {"sha256:abc123": ("registry.local/me", "abc123")}
+    images = [c["image"] for c in _containers(sanitize_for_serialization(info.request.resource))]
+    assert images == ["registry.local/me:abc123", "plain:1"]
+    with pytest.raises(KeyError, match="image_repo"):
+        _dryrun(AppDef("app", [_role(image="sha256:abc123")]))
+
+
+def test_is_a_docker_workspace_scheduler() -> None:
+    from torchx.workspace.docker_workspace import DockerWorkspaceMixin
+
+    assert isinstance(ks.create_scheduler("t"), DockerWorkspaceMixin)
+
+
+def test_importing_the_scheduler_does_not_import_the_client() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, torchx.schedulers.kubernetes_scheduler\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'kubernetes', 'yaml', 'docker'}))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+    assert out.stdout.strip() == "[]"

@@ -100,7 +100,12 @@ def test_entrypoint_not_found_fails_clearly(sched: LocalScheduler) -> None:
     role = Role("r", "img", entrypoint="/nonexistent/torchx-binary")
     app_id = sched.submit(AppDef("nf", roles=[role]), {})
     assert _wait(sched, app_id) == AppState.FAILED
-    assert "failed to start" in "".join(sched.log_iter(app_id, "r"))
+    assert "command not found: /nonexistent/torchx-binary" in "".join(sched.log_iter(app_id, "r"))
+    desc = sched.describe(app_id)
+    assert desc is not None
+    replica = desc.roles_statuses[0].replicas[0]
+    assert "command not found: /nonexistent/torchx-binary" in replica.structured_error_msg
+    assert "could not start: command not found" in desc.msg
 
 
 def _retry_app(tmp_path: Path, policy: RetryPolicy) -> AppDef:

@@ -1,0 +1,146 @@
+"""``dag_from_pipeline``: a ``torchx.workflow`` pipeline as an Airflow DAG of TorchXOperators.
+
+Each step becomes one :class:`~torchx_airflow.TorchXOperator` (task id = step name) with the
+step's component, arguments, scheduler, run options, image, named resource, env and retries.
+Pipeline parameters become DAG params (``{{ params.NAME }}`` is already Jinja), a reference
+to an upstream step becomes an XCom pull of that task's ``return_value`` (``app_id``,
+``app_handle``, ``tracker_run_id``, ``state``), a declared output is expanded in place, and
+each task's ``parent_run_id`` is its parent step's ``tracker_run_id``, so tracker lineage is
+the same as with ``torchx pipeline run``.
+
+Parsing builds no AppDef and imports neither the runner nor the schedulers' backends.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Union
+
+if TYPE_CHECKING:
+    from airflow.sdk import DAG
+
+    from torchx.workflow import Pipeline
+    from torchx.workflow._template import Ref
+
+__all__ = ["dag_from_pipeline", "to_jinja"]
+
+
+def _xcom(step: str, field: str) -> str:
+    return f"{{{{ ti.xcom_pull(task_ids='{step}')['{field}'] }}}}"
+
+
+def to_jinja(pipeline: Pipeline, text: str) -> str:
+    """Rewrites the ``{{ ... }}`` references of a pipeline string as Airflow Jinja.
+
+    Args:
+        pipeline: the pipeline (for ``pipeline.dir`` and declared outputs).
+        text: a string of the pipeline.
+    """
+    from torchx.workflow._template import render
+
+    def resolve(ref: Ref) -> str:
+        if ref.kind == "params":
+            return f"{{{{ params.{ref.name} }}}}"
+        if ref.kind == "pipeline":
+            if ref.name == "name":
+                return pipeline.name
+            src = pipeline.source
+            return os.path.dirname(os.path.abspath(src)) if src else os.getcwd()
+        if ref.field.startswith("outputs."):
+            declared = pipeline.steps[ref.name].outputs[ref.field.partition(".")[2]]
+            return to_jinja(pipeline, declared)
+        return _xcom(ref.name, ref.field)
+
+    return render(text, resolve)
+
+
+def _jinja_value(pipeline: Pipeline, value: Any) -> Any:
+    if isinstance(value, str):
+        return to_jinja(pipeline, value)
+    if isinstance(value, Mapping):
+        return {k: _jinja_value(pipeline, v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_jinja_value(pipeline, v) for v in value]
+    return value
+
+
+def _dag_params(pipeline: Pipeline) -> dict[str, Any]:
+    from airflow.sdk import Param
+
+    params = {}
+    for name, p in pipeline.params.items():
+        schema: dict[str, Any] = {"type": p.type}
+        if p.minimum is not None:
+            schema["minimum"] = p.minimum
+        if p.maximum is not None:
+            schema["maximum"] = p.maximum
+        if p.enum is not None:
+            schema["enum"] = p.enum
+        params[name] = Param(p.default, description=p.description or None, **schema)
+    return params
+
+
+def _operator_kwargs(pipeline: Pipeline, name: str) -> dict[str, Any]:
+    from torchx.workflow._plan import parent_of
+
+    step = pipeline.effective(name)
+    kwargs: dict[str, Any] = {
+        "task_id": name,
+        "scheduler": _jinja_value(pipeline, step.scheduler),
+        "scheduler_cfg": _jinja_value(pipeline, step.cfg) or None,
+        "image": _jinja_value(pipeline, step.image),
+        "resource": _jinja_value(pipeline, step.resource),
+        "env": _jinja_value(pipeline, step.env),
+        "max_retries": step.max_retries,
+        "role_retry_policy": step.retry_policy,
+    }
+    if step.component is not None:
+        kwargs["component"] = step.component
+        kwargs["component_args"] = _jinja_value(pipeline, step.args)
+    else:
+        kwargs["app"] = step.app
+    parent = parent_of(pipeline, name)
+    if parent:
+        kwargs["parent_run_id"] = _xcom(parent, "tracker_run_id")
+    return kwargs
+
+
+def dag_from_pipeline(
+    pipeline: Union[Pipeline, str, os.PathLike[str]],
+    *,
+    dag_id: Union[str, None] = None,
+    **dag_kwargs: Any,
+) -> DAG:
+    """Returns an Airflow DAG with one TorchXOperator per pipeline step.
+
+    Args:
+        pipeline: a :class:`torchx.workflow.Pipeline`, or the path of a pipeline YAML file.
+        dag_id: the DAG id (default: the pipeline name).
+        **dag_kwargs: more ``DAG`` arguments (``schedule`` defaults to None, ``start_date``
+            to 2025-01-01, ``catchup`` to False, ``doc_md`` to the pipeline description).
+
+    Raises:
+        torchx.workflow.WorkflowError: the pipeline file is invalid.
+    """
+    from airflow.sdk import DAG
+
+    from torchx.workflow import Pipeline as _Pipeline
+    from torchx.workflow import load_pipeline
+    from torchx.workflow._plan import dependencies, order
+    from torchx_airflow.operators.torchx import TorchXOperator
+
+    if not isinstance(pipeline, _Pipeline):
+        pipeline = load_pipeline(pipeline)
+    dag_kwargs.setdefault("schedule", None)
+    dag_kwargs.setdefault("start_date", datetime(2025, 1, 1))
+    dag_kwargs.setdefault("catchup", False)
+    dag_kwargs.setdefault("doc_md", pipeline.description or None)
+    params = {**_dag_params(pipeline), **dag_kwargs.pop("params", {})}
+    with DAG(dag_id=dag_id or pipeline.name, params=params, **dag_kwargs) as dag:
+        tasks = {n: TorchXOperator(**_operator_kwargs(pipeline, n)) for n in order(pipeline)}
+        for name, ups in dependencies(pipeline).items():
+            for up in ups:
+                tasks[up] >> tasks[name]
+    return dag

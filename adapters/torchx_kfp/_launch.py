@@ -1,0 +1,160 @@
+"""What a launcher task runs: submit the app, stream every replica's log, wait, report.
+
+SIGTERM (a KFP run cancelled, the pod deleted) cancels the app before the task exits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Optional
+
+from torchx_kfp._errors import TorchXKfpAppError
+
+if TYPE_CHECKING:
+    from torchx.runner.api import Runner
+    from torchx.runner.launch import LaunchRequest
+    from torchx.specs.api import AppStatus
+
+__all__ = ["launch", "launch_request"]
+
+Emit = Callable[[str], None]
+
+
+def _print(line: str) -> None:
+    print(line, flush=True)
+
+
+def _arg(value: Any) -> str:
+    """A run-time argument as text; KFP hands integers inside lists over as floats."""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def launch_request(
+    spec: Mapping[str, Any],
+    params: Mapping[str, Any],
+    scheduler: str,
+    scheduler_cfg: str = "",
+    parent_run_id: str = "",
+) -> LaunchRequest:
+    """Returns core's ``LaunchRequest`` for a launcher task's spec and run-time ``params``.
+
+    Args:
+        spec: ``{"component": name, "args": [...], "app": AppDef JSON, "overrides": {...}}``
+            (``app`` is used when ``component`` is empty; overrides: ``image``,
+            ``resource``, ``max_retries``).
+        params: component parameters set at run time (``--name value`` before the args).
+        scheduler: the TorchX scheduler.
+        scheduler_cfg: its run options as ``k=v,k2=v2``.
+        parent_run_id: the tracker parent run.
+    """
+    from torchx.runner.launch import LaunchRequest
+
+    overrides = dict(spec.get("overrides") or {})
+    common: dict[str, Any] = dict(
+        scheduler=scheduler,
+        cfg=scheduler_cfg or None,
+        image=overrides.get("image") or None,
+        resource=overrides.get("resource") or None,
+        max_retries=overrides.get("max_retries"),
+        parent_run_id=parent_run_id or None,
+    )
+    if spec.get("component"):
+        head = [part for k, v in params.items() for part in (f"--{k}", _arg(v))]
+        args = [*head, *(_arg(a) for a in spec.get("args") or [])]
+        return LaunchRequest(component=str(spec["component"]), component_args=args, **common)
+    if params:
+        raise ValueError(
+            f"launcher params {sorted(params)} need a component, but the task runs an AppDef"
+        )
+    from torchx_kfp._appjson import app_from_json
+
+    return LaunchRequest(app=app_from_json(spec["app"]), **common)
+
+
+def _failure(handle: str, status: Optional[AppStatus]) -> str:
+    if status is None:
+        return f"TorchX app {handle} no longer exists (purged by its scheduler?)"
+    head = f"TorchX app {handle} ended {status.state.name}"
+    summary = status.error_summary() or (status.msg or "").strip()
+    return f"{head}: {summary}\n{status.format()}" if summary else f"{head}\n{status.format()}"
+
+
+@contextlib.contextmanager
+def _environ(env: Mapping[str, Any]) -> Iterator[None]:
+    """Sets ``env`` in ``os.environ`` (the runner reads tracker settings there); restores it."""
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update({k: str(v) for k, v in env.items()})
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+class _CancelOnTerm:
+    """Cancels the app on SIGTERM while installed (main thread only), then exits 143."""
+
+    def __init__(self, runner: Runner, handle: str, emit: Emit) -> None:
+        self._runner, self._handle, self._emit = runner, handle, emit
+        self._old: Any = None
+
+    def __enter__(self) -> _CancelOnTerm:
+        if threading.current_thread() is threading.main_thread():
+            self._old = signal.signal(signal.SIGTERM, self._on_term)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._old is not None:
+            signal.signal(signal.SIGTERM, self._old)
+
+    def _on_term(self, signum: int, frame: object) -> None:
+        self._emit(f"task terminated: cancelling TorchX app {self._handle}")
+        self._runner.cancel(self._handle)
+        sys.exit(128 + signum)
+
+
+def launch(
+    spec: Mapping[str, Any],
+    params: Mapping[str, Any],
+    env: Mapping[str, str],
+    scheduler: str,
+    scheduler_cfg: str = "",
+    parent_run_id: str = "",
+    *,
+    emit: Emit = _print,
+    wait_interval: float = 5.0,
+) -> str:
+    """Submits the app, streams its logs and waits; returns its handle when it SUCCEEDED.
+
+    Raises:
+        TorchXKfpAppError: the app ended FAILED or CANCELLED (the message starts with its
+            structured error), or vanished.
+    """
+    from torchx.runner import get_runner
+    from torchx.util.log_tee_helpers import LogTee, replicas_of
+
+    request = launch_request(spec, params, scheduler, scheduler_cfg, parent_run_id)
+    with _environ(env), get_runner() as runner:
+        info = runner.dryrun_request(request)
+        handle = runner.schedule(info)
+        emit(f"launched TorchX app {handle}")
+        with _CancelOnTerm(runner, handle, emit):
+            targets = replicas_of(info.app, None)
+            tee = LogTee(runner, handle, emit, replicas=targets, prefix="[{role}/{replica}] ")
+            tee.start()
+            status = runner.wait(handle, wait_interval=wait_interval)
+            tee.join(10.0)
+        if status is None or status.state.name != "SUCCEEDED":
+            raise TorchXKfpAppError(_failure(handle, status), handle)
+        emit(f"TorchX app {handle} SUCCEEDED")
+        return handle

@@ -1,0 +1,74 @@
+"""Input values inside ``sh -c`` scripts reach the shell as variables, never as code.
+
+Components such as ``dist.ddp`` run ``bash -c "<script>"`` with their arguments quoted into
+the script. Where an input's probe token sits in such a script, it is replaced by a quoted
+expansion of an environment variable that the wrapper exports, chosen for the token's
+quoting context: ``"${V}"`` outside quotes, ``${V}`` inside double quotes and
+``'"${V}"'`` inside single quotes. The value is then expanded once and never re-parsed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from torchx.specs.api import Role
+    from torchx_kfp._params import ComponentInput
+
+__all__ = ["SHELLS", "input_var", "rewrite_shell_script", "shell_script_indices"]
+
+SHELLS = ("sh", "bash", "dash", "zsh", "ksh")
+
+
+def input_var(name: str) -> str:
+    """The env var that carries input ``name`` into shell scripts."""
+    return f"TORCHX_KFP_INPUT_{name.upper()}"
+
+
+def shell_script_indices(role: Role) -> list[int]:
+    """Indices of ``role.args`` that are ``-c`` scripts of a shell entrypoint."""
+    if role.entrypoint.rsplit("/", 1)[-1] not in SHELLS:
+        return []
+    return [k + 1 for k, arg in enumerate(role.args[:-1]) if arg == "-c"]
+
+
+def _states(script: str) -> list[str]:
+    """The quoting state (``""``, ``"'"`` or ``'"'``) before each character of ``script``."""
+    states, state, escaped = [], "", False
+    for ch in script:
+        states.append(state)
+        if escaped:
+            escaped = False
+        elif ch == "\\" and state != "'":
+            escaped = True
+        elif ch in "'\"" and state in ("", ch):
+            state = "" if state == ch else ch
+    return states
+
+
+def rewrite_shell_script(
+    script: str, inputs: Sequence[ComponentInput]
+) -> tuple[str, list[ComponentInput]]:
+    """Replaces input tokens in a shell script by quoted variable expansions.
+
+    Returns:
+        The rewritten script and the inputs it now reads from the environment.
+    """
+    used: list[ComponentInput] = []
+    for inp in inputs:
+        if inp.token not in script:
+            continue
+        used.append(inp)
+        states = _states(script)
+        out, k = [], 0
+        while k < len(script):
+            if script.startswith(inp.token, k):
+                ref = "${" + input_var(inp.name) + "}"
+                out.append({"": f'"{ref}"', '"': ref, "'": f"'\"{ref}\"'"}[states[k]])
+                k += len(inp.token)
+            else:
+                out.append(script[k])
+                k += 1
+        script = "".join(out)
+    return script, used

@@ -1,0 +1,143 @@
+"""A single-role AppDef -> the KFP component YAML (image, command, args, env, inputs, outputs).
+
+The container runs a small POSIX ``sh`` wrapper before the role's entrypoint. It exports the
+env values that hold runtime placeholders (KFP resolves placeholders in argv, not in env),
+drops an empty ``TORCHX_PARENT_RUN_ID``, writes the ``app_id`` and ``tracker_run_id``
+outputs, then ``exec``s the entrypoint. Every value reaches the wrapper as a positional
+argument: no user string is ever parsed as shell code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from torchx_kfp._macros import has_placeholder, job_id_expr, to_placeholders
+
+if TYPE_CHECKING:
+    from torchx.specs.api import AppDef, Role
+    from torchx_kfp._macros import Element
+    from torchx_kfp._params import ComponentInput
+
+__all__ = ["OUTPUTS", "PARENT_INPUT", "WRAPPER", "component_yaml", "env_input_name"]
+
+PARENT_INPUT = "parent_run_id"
+OUTPUTS = ("app_id", "tracker_run_id")
+
+WRAPPER = (
+    'set -e; id_out="$1"; run_out="$2"; shift 2; '
+    'while [ "$#" -gt 0 ] && [ "$1" != "--" ]; do export "$1"; shift; done; shift; '
+    '[ -n "${TORCHX_PARENT_RUN_ID:-}" ] || unset TORCHX_PARENT_RUN_ID; '
+    'mkdir -p "$(dirname "$id_out")" "$(dirname "$run_out")"; '
+    'printf "%s" "${TORCHX_JOB_ID##*/}" > "$id_out"; '
+    'printf "%s" "$TORCHX_JOB_ID" > "$run_out"; '
+    'exec "$@"'
+)
+
+
+def env_input_name(var: str) -> str:
+    """The KFP input that carries env var ``var`` when its value is a pipeline channel."""
+    return f"env_{var.lower()}"
+
+
+def _input_specs(inputs: Sequence[ComponentInput], env_inputs: Sequence[str]) -> list[Any]:
+    specs: list[dict[str, Any]] = []
+    for i in inputs:
+        spec: dict[str, Any] = {"name": i.name, "type": i.kfp_type}
+        if i.default is not None:
+            spec.update(default=i.default, optional=True)
+        specs.append(spec)
+    specs.append({"name": PARENT_INPUT, "type": "String", "default": "", "optional": True})
+    specs += [{"name": env_input_name(v), "type": "String"} for v in env_inputs]
+    return specs
+
+
+def _split_env(
+    role: Role, app: AppDef, inputs: Sequence[ComponentInput], env_inputs: Sequence[str]
+) -> tuple[dict[str, str], list[Element]]:
+    from torchx.settings import ENV_TORCHX_JOB_ID, ENV_TORCHX_PARENT_RUN_ID
+
+    static: dict[str, str] = {}
+    exports: list[Element] = [
+        f"{ENV_TORCHX_JOB_ID}={job_id_expr(app)}",
+        {"concat": [f"{ENV_TORCHX_PARENT_RUN_ID}=", {"inputValue": PARENT_INPUT}]},
+    ]
+    for key, value in sorted(role.env.items()):
+        if key in (ENV_TORCHX_JOB_ID, ENV_TORCHX_PARENT_RUN_ID) or key in env_inputs:
+            continue
+        element = to_placeholders(f"{key}={value}", inputs)
+        if isinstance(element, dict) or has_placeholder(value):
+            exports.append(element)
+        else:
+            static[key] = value
+    for var in env_inputs:
+        exports.append({"concat": [f"{var}=", {"inputValue": env_input_name(var)}]})
+    return static, exports
+
+
+def _args(role: Role, inputs: Sequence[ComponentInput]) -> tuple[list[Element], list[Element]]:
+    from torchx_kfp._shell import input_var, rewrite_shell_script, shell_script_indices
+
+    scripts = shell_script_indices(role)
+    args: list[Element] = []
+    exports: dict[str, Element] = {}
+    for k, arg in enumerate(role.args):
+        if k in scripts:
+            arg, used = rewrite_shell_script(str(arg), inputs)
+            for inp in used:
+                exports[inp.name] = {
+                    "concat": [f"{input_var(inp.name)}=", {"inputValue": inp.name}]
+                }
+        args.append(to_placeholders(str(arg), inputs))
+    return args, list(exports.values())
+
+
+def component_yaml(
+    app: AppDef,
+    role: Role,
+    inputs: Sequence[ComponentInput],
+    env_inputs: Sequence[str] = (),
+    description: str = "",
+) -> dict[str, Any]:
+    """Returns the component as a KFP YAML component (a dict ready for ``yaml.safe_dump``).
+
+    Args:
+        app: the AppDef (for its name).
+        role: its single role, macros already substituted.
+        inputs: component inputs whose tokens appear in the role's args and env.
+        env_inputs: env var names whose values come from extra string inputs.
+        description: the component description.
+    """
+    static_env, exports = _split_env(role, app, inputs, env_inputs)
+    args, shell_exports = _args(role, inputs)
+    container: dict[str, Any] = {
+        "image": role.image,
+        "command": [
+            "sh",
+            "-c",
+            WRAPPER,
+            "torchx-kfp",
+            *({"outputPath": name} for name in OUTPUTS),
+            *exports,
+            *shell_exports,
+            "--",
+            role.entrypoint,
+        ],
+        "args": args,
+    }
+    if static_env:
+        container["env"] = static_env
+    return {
+        "name": app.name,
+        "description": description or f"TorchX app `{app.name}`, role `{role.name}`",
+        "inputs": _input_specs(inputs, env_inputs),
+        "outputs": [{"name": name, "type": "String"} for name in OUTPUTS],
+        "implementation": {"container": container},
+    }
+
+
+def yaml_text(spec: Mapping[str, Any]) -> str:
+    """Dumps a component spec as YAML (keys kept in order)."""
+    import yaml
+
+    return yaml.safe_dump(dict(spec), sort_keys=False)

@@ -1,0 +1,266 @@
+"""``pipeline_from_workflow``: a ``torchx.workflow`` pipeline as a KFP v2 pipeline.
+
+Every step is one KFP task, named like the step:
+
+- a step whose app one KFP task can express (one role, one replica, no ports, ...; the KFP
+  adapter's rules, :func:`torchx_kfp.component_from_app`) and whose strings reference no
+  parameter or upstream step becomes a container task (``mode="auto"`` or ``"container"``);
+- every other step runs through a launcher task (``mode="launcher"`` forces it for all):
+  the task renders the step with the run's parameters and the upstream steps' outputs, the
+  same way ``torchx pipeline run`` does, and submits it with a TorchX scheduler through the
+  KFP adapter's launcher (log streaming, structured errors, cancel on SIGTERM).
+
+Pipeline parameters are the KFP pipeline's inputs (typed, with their defaults). A step's
+``app_handle``/``app_id``/``tracker_run_id`` are task outputs wired into the tasks that use
+them (which also orders the tasks), and each step's tracker parent is its parent step's
+``tracker_run_id``, as with the local executor and Airflow.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Optional
+
+from torchx_kfp._errors import import_kfp
+
+import_kfp()
+
+if TYPE_CHECKING:
+    from kfp.dsl.pipeline_task import PipelineTask
+
+    from torchx.workflow import Pipeline
+    from torchx.workflow._template import Ref
+
+__all__ = ["pipeline_from_workflow"]
+
+_PY_TYPES: dict[str, type] = {"string": str, "integer": int, "number": float, "boolean": bool}
+_FIELDS = ("app_handle", "app_id", "tracker_run_id")
+
+
+def _needed(pipeline: Pipeline, name: str, deps: Mapping[str, list[str]]) -> list[str]:
+    """The steps whose outputs task ``name`` receives: its dependencies and references."""
+    from torchx.workflow._graph import step_refs
+
+    needed = list(deps[name])
+    todo = [ref for _, ref in step_refs(pipeline.steps[name])]
+    while todo:
+        ref = todo.pop()
+        if ref.kind != "steps" or ref.name == name and not ref.field.startswith("outputs."):
+            continue
+        if ref.name != name and ref.name not in needed:
+            needed.append(ref.name)
+        if ref.field.startswith("outputs."):
+            declared = pipeline.steps[ref.name].outputs[ref.field.partition(".")[2]]
+            from torchx.workflow._template import find_refs
+
+            todo += [r for r in find_refs(declared) if r.name != ref.name]
+    return needed
+
+
+def _output(task: PipelineTask, field: str) -> Any:
+    """A step field from a task: container tasks have no ``app_handle`` (their run id is it)."""
+    if field == "app_handle" and field not in task.outputs:
+        field = "tracker_run_id"
+    return task.outputs[field]
+
+
+def _channel_resolver(
+    pipeline: Pipeline, values: Mapping[str, Any], tasks: Mapping[str, PipelineTask], name: str
+) -> Callable[[Ref], str]:
+    """Resolves references to f-string forms of pipeline channels (parameters, task outputs)."""
+    from torchx.workflow._build import Resolver
+    from torchx.workflow._template import render
+
+    static = Resolver(pipeline, pipeline.param_defaults())
+
+    def resolve(ref: Ref) -> str:
+        if ref.kind == "params":
+            return str(values[ref.name])
+        if ref.kind == "pipeline":
+            return static(ref)
+        if ref.field == "state":
+            return "SUCCEEDED"
+        if ref.field.startswith("outputs."):
+            declared = pipeline.steps[ref.name].outputs[ref.field.partition(".")[2]]
+            return render(declared, _channel_resolver(pipeline, values, tasks, ref.name))
+        return str(_output(tasks[ref.name], ref.field))
+
+    return resolve
+
+
+def _single_task(pipeline: Pipeline, name: str) -> bool:
+    """Whether one KFP container task can run the step (the KFP adapter's rules)."""
+    from torchx.workflow._build import Resolver, build_step
+    from torchx.workflow._graph import strings_of
+    from torchx.workflow._template import find_refs
+    from torchx_kfp._checks import check_single_task
+
+    step = pipeline.effective(name)
+    for field in ("resource", "image", "cfg"):
+        if any(find_refs(text) for _, text in strings_of(getattr(step, field))):
+            return False  # a task's resources and image are fixed when the pipeline compiles
+    resolve = Resolver(pipeline, pipeline.param_defaults(), placeholder=True)
+    try:
+        check_single_task(build_step(pipeline, name, resolve, {}).app)  # type: ignore[arg-type]
+    except ValueError:
+        return False
+    return True
+
+
+def _container_task(
+    pipeline: Pipeline,
+    name: str,
+    values: Mapping[str, Any],
+    tasks: Mapping[str, PipelineTask],
+    deps: Sequence[str],
+) -> PipelineTask:
+    """The step as one KFP container task (``torchx_kfp.container_from_app``).
+
+    Arguments and env may hold parameters and upstream outputs (as pipeline channels); the
+    tracker parent is the parent step's ``tracker_run_id``; other dependencies order it.
+    """
+    from torchx.workflow._plan import parent_of
+    from torchx.workflow._template import render
+    from torchx_kfp.component import container_from_app
+
+    step = pipeline.effective(name)
+    resolve = _channel_resolver(pipeline, values, tasks, name)
+    args = [render(str(a), resolve) for a in step.args] if isinstance(step.args, list) else []
+    if isinstance(step.args, Mapping):
+        args = [p for k, v in step.args.items() for p in (f"--{k}", render(str(v), resolve))]
+    kwargs: dict[str, Any] = {
+        "image": step.image,
+        "resource": step.resource,
+        "max_retries": step.max_retries,
+        "env": {k: render(v, resolve) for k, v in step.env.items()},
+        "display_name": name,
+    }
+    parent = parent_of(pipeline, name)
+    if parent:
+        kwargs["parent_run_id"] = tasks[parent].outputs["tracker_run_id"]
+    app: Any = step.app if step.app is not None else step.component
+    task = container_from_app(app, args if step.component else None, **kwargs)
+    referenced = set(_needed(pipeline, name, {name: []}))  # data dependencies already order it
+    others = [tasks[d] for d in deps if d != parent and d not in referenced]
+    if others:
+        task.after(*others)
+    return task
+
+
+def _launcher_task(
+    component: Any,
+    pipeline: Pipeline,
+    name: str,
+    data: str,
+    values: Mapping[str, Any],
+    tasks: Mapping[str, PipelineTask],
+    deps: Mapping[str, list[str]],
+    env: Mapping[str, str],
+) -> PipelineTask:
+    upstream = {
+        f"{up}.{f}": _output(tasks[up], f) for up in _needed(pipeline, name, deps) for f in _FIELDS
+    }
+    task = component(
+        pipeline=data, step=name, params=dict(values), upstream=upstream, env=dict(env)
+    )
+    task.set_display_name(name)
+    return task
+
+
+def _signature(pipeline: Pipeline) -> inspect.Signature:
+    params = [
+        inspect.Parameter(
+            name,
+            inspect.Parameter.POSITIONAL_OR_KEYWORD,
+            default=p.default,
+            annotation=_PY_TYPES[p.type],
+        )
+        for name, p in pipeline.params.items()
+    ]
+    return inspect.Signature(params)
+
+
+def pipeline_from_workflow(
+    pipeline: Pipeline,
+    *,
+    mode: str = "auto",
+    env: Optional[Mapping[str, str]] = None,
+    launcher_image: Optional[str] = None,
+    packages_to_install: Optional[Sequence[str]] = None,
+    pipeline_dir: Optional[str] = None,
+) -> Callable[..., Any]:
+    """Returns a ``@dsl.pipeline`` function with one task per step of ``pipeline``.
+
+    Compile it with ``kfp.compiler.Compiler().compile(fn, "pipeline.yaml")`` or call it under
+    ``kfp.local.init(runner=kfp.local.SubprocessRunner(use_venv=False))`` (launcher mode).
+
+    Args:
+        pipeline: a validated :class:`torchx.workflow.Pipeline`.
+        mode: ``auto`` (container tasks where the KFP adapter's rules allow, else launcher),
+            ``launcher`` (every step through a launcher) or ``container`` (fail if a step
+            cannot be one container task).
+        env: variables for every launcher task and its app (e.g. tracker configuration).
+        launcher_image: the launcher tasks' image (default: the KFP adapter's).
+        packages_to_install: pip requirements the launcher tasks install at start.
+        pipeline_dir: where ``{{ pipeline.dir }}`` points inside the tasks (e.g. the directory
+            an image holds the examples in); default: the pipeline file's directory here.
+
+    Raises:
+        ValueError: an unknown ``mode``, or a step ``mode="container"`` cannot express.
+    """
+    from kfp import dsl
+
+    from torchx.workflow._plan import dependencies, order
+    from torchx_kfp._workflow_run import pipeline_to_json
+    from torchx_kfp.launcher import DEFAULT_LAUNCHER_IMAGE
+
+    if mode not in ("auto", "launcher", "container"):
+        raise ValueError(f"unknown mode `{mode}`: use auto, launcher or container")
+    if pipeline_dir is not None:
+        name = os.path.basename(pipeline.source) or "pipeline.yaml"
+        pipeline = pipeline.model_copy(update={"source": os.path.join(pipeline_dir, name)})
+    data = pipeline_to_json(pipeline)
+    deps = dependencies(pipeline)
+    component = dsl.component(
+        _step_function(),
+        base_image=launcher_image or DEFAULT_LAUNCHER_IMAGE,
+        packages_to_install=list(packages_to_install or []) or None,
+        install_kfp_package=False,
+    )
+
+    names = list(pipeline.params)
+
+    def body(*args: Any, **kwargs: Any) -> None:
+        values = {**dict(zip(names, args, strict=False)), **kwargs}
+        tasks: dict[str, PipelineTask] = {}
+        for name in order(pipeline):
+            single = mode != "launcher" and _single_task(pipeline, name)
+            if mode == "container" and not single:
+                raise ValueError(
+                    f"step `{name}` cannot be one KFP container task (its app needs several"
+                    " tasks, or its resource or image references a parameter or a step);"
+                    " use mode='auto' or 'launcher'"
+                )
+            if single:
+                task = _container_task(pipeline, name, values, tasks, deps[name])
+            else:
+                task = _launcher_task(
+                    component, pipeline, name, data, values, tasks, deps, env or {}
+                )
+            task.set_caching_options(False)
+            tasks[name] = task
+
+    body.__signature__ = _signature(pipeline)  # type: ignore[attr-defined]
+    body.__name__ = pipeline.name
+    body.__doc__ = pipeline.description or pipeline.name
+    return dsl.pipeline(name=pipeline.name.replace("_", "-"), description=pipeline.description)(
+        body
+    )
+
+
+def _step_function() -> Callable[..., Any]:
+    from torchx_kfp._workflow_step import torchx_workflow_step
+
+    return torchx_workflow_step

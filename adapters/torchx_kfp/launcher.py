@@ -1,0 +1,139 @@
+"""Launcher mode: any TorchX app (several roles, multi-node DDP) as one KFP task.
+
+The task is a Lightweight Python Component that submits the app through a TorchX scheduler
+(``kubernetes`` in a cluster; ``local_cwd`` or ``local_docker`` locally), streams every
+replica's log into the task log, fails with the app's structured error, outputs
+``app_handle``, ``app_id`` and ``tracker_run_id``, and cancels the app on SIGTERM.
+
+Example::
+
+    train = launcher_from_app(
+        "dist.ddp", ["-j", "2x4", "--script", "train.py"], scheduler="kubernetes",
+        scheduler_cfg="queue=default", parent_run_id=prep.outputs["tracker_run_id"],
+    )
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Optional, Union
+
+from torchx_kfp._errors import import_kfp
+
+import_kfp()
+
+if TYPE_CHECKING:
+    from kfp.dsl.pipeline_task import PipelineTask
+    from kfp.dsl.python_component import PythonComponent
+
+    from torchx.specs.api import AppDef
+
+__all__ = ["DEFAULT_LAUNCHER_IMAGE", "launcher_component", "launcher_from_app"]
+
+DEFAULT_LAUNCHER_IMAGE = "torchx-flow/python:3.11"
+"""The launcher's default image: Python 3.11; in a cluster use one with torchx-flow[kfp]."""
+
+
+def launcher_component(
+    image: str = DEFAULT_LAUNCHER_IMAGE, packages_to_install: Optional[Sequence[str]] = None
+) -> PythonComponent:
+    """Returns the launcher component (``torchx_launch``) for an image.
+
+    Args:
+        image: the launcher's image; it needs ``torchx-flow[kfp]`` plus the scheduler's extra
+            (``torchx-flow[kfp,kubernetes]``), unless ``packages_to_install`` installs them.
+        packages_to_install: pip requirements installed when the task starts.
+    """
+    from kfp import dsl
+
+    from torchx_kfp._launcher_fn import torchx_launch
+
+    return dsl.component(
+        torchx_launch,
+        base_image=image,
+        packages_to_install=list(packages_to_install or []) or None,
+        install_kfp_package=False,
+    )
+
+
+def _app_spec(
+    app: Union[AppDef, str, Callable[..., AppDef]],
+    component_args: Optional[Sequence[Any]],
+    overrides: Mapping[str, Any],
+) -> dict[str, Any]:
+    from torchx.specs.api import AppDef
+    from torchx_kfp._appjson import app_to_json
+
+    args = list(component_args or [])
+    spec: dict[str, Any] = {"component": "", "args": [], "app": "", "overrides": dict(overrides)}
+    if isinstance(app, str):
+        from torchx.specs.finder import get_component
+
+        get_component(app)  # fail at compile time on an unknown component
+        return {**spec, "component": app, "args": args}
+    if not isinstance(app, AppDef):
+        from torchx.specs.builders import materialize_appdef
+
+        app = materialize_appdef(app, [str(a) for a in args], None, None)
+    elif args:
+        raise ValueError(f"app `{app.name}` is an AppDef: component_args need a component")
+    return {**spec, "app": app_to_json(app)}
+
+
+def launcher_from_app(
+    app: Union[AppDef, str, Callable[..., AppDef]],
+    component_args: Optional[Sequence[str]] = None,
+    *,
+    scheduler: Any = "local_cwd",
+    scheduler_cfg: Any = "",
+    parent_run_id: Any = "",
+    params: Optional[Mapping[str, Any]] = None,
+    env: Optional[Mapping[str, Any]] = None,
+    image: Optional[str] = None,
+    resource: Optional[str] = None,
+    max_retries: Optional[int] = None,
+    launcher_image: str = DEFAULT_LAUNCHER_IMAGE,
+    packages_to_install: Optional[Sequence[str]] = None,
+    display_name: str = "",
+    enable_caching: bool = False,
+) -> PipelineTask:
+    """Creates a launcher task for ``app`` inside a ``@dsl.pipeline``.
+
+    Args:
+        app: an AppDef, a component name (resolved in the task, so file components must
+            exist there) or a component function (materialized now).
+        component_args: the component's CLI-style arguments; elements may be pipeline
+            channels or f-strings of them (resolved at run time).
+        scheduler: the TorchX scheduler (a string or a pipeline channel).
+        scheduler_cfg: run options ``k=v,k2=v2`` (a string or a channel).
+        parent_run_id: the upstream step's ``tracker_run_id`` (tracker lineage).
+        params: component parameters set at run time; values may be pipeline channels.
+        env: variables for the launcher and the app (tracker settings); values may be channels.
+        image: replaces every role's image.
+        resource: a named resource for every role.
+        max_retries: replaces every role's ``max_retries`` (the scheduler's retries).
+        launcher_image: the launcher task's own image.
+        packages_to_install: pip requirements the launcher installs at start.
+        display_name: the task's display name (default: the app or component name).
+        enable_caching: KFP result caching (off by default).
+    """
+    overrides = {"image": image, "resource": resource, "max_retries": max_retries}
+    spec = _app_spec(app, component_args, {k: v for k, v in overrides.items() if v is not None})
+    if params and not isinstance(app, str):
+        raise ValueError("launcher `params` need a component name (e.g. 'dist.ddp')")
+    component = launcher_component(launcher_image, packages_to_install)
+    task = component(
+        **spec,
+        params=dict(params or {}),
+        env=dict(env or {}),
+        scheduler=scheduler,
+        scheduler_cfg=scheduler_cfg,
+        parent_run_id=parent_run_id,
+    )
+    from kfp.dsl import pipeline_context
+
+    if pipeline_context.Pipeline.get_default_pipeline() is not None:
+        name = display_name or (app if isinstance(app, str) else getattr(app, "name", "app"))
+        task.set_caching_options(enable_caching)
+        task.set_display_name(f"{name} (launcher)" if not display_name else name)
+    return task

@@ -1,0 +1,65 @@
+"""Run compiled pipelines locally with ``kfp.local``: a DockerRunner that uses this venv.
+
+Container steps need Python and torchx-flow inside their image. For local runs the image
+``torchx-flow/python:3.11`` (built by ``scripts/infra/up.sh``) gets this interpreter's venv,
+its base Python installation and the given project directories bind-mounted read-only at
+the same paths, and ``PATH`` starting with the venv's ``bin``; no network, nothing pulled.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from typing import Any, Optional
+
+__all__ = ["LOCAL_LABEL", "venv_docker_runner", "venv_mounts"]
+
+LOCAL_LABEL = "torchx-flow.kfp-local"
+"""Docker label put on every container a :func:`venv_docker_runner` starts."""
+_SYSTEM_PREFIXES = ("/usr", "/usr/local", "/")
+
+
+def venv_mounts(read_only: Sequence[str] = (), read_write: Sequence[str] = ()) -> list[Any]:
+    """Docker mounts of this venv, its base Python and the given host directories.
+
+    Args:
+        read_only: host directories mounted read-only at the same path (the project).
+        read_write: host directories mounted read-write at the same path (outputs).
+    """
+    from docker.types import Mount
+
+    paths = [sys.prefix, *read_only]
+    if os.path.realpath(sys.base_prefix) not in _SYSTEM_PREFIXES:
+        paths.append(sys.base_prefix)
+    mounts = {os.path.realpath(p): True for p in paths}
+    mounts.update({os.path.realpath(p): False for p in read_write})
+    return [
+        Mount(target=p, source=p, type="bind", read_only=ro) for p, ro in sorted(mounts.items())
+    ]
+
+
+def venv_docker_runner(
+    read_only: Sequence[str] = (),
+    read_write: Sequence[str] = (),
+    env: Optional[Mapping[str, str]] = None,
+    labels: Optional[Mapping[str, str]] = None,
+) -> Any:
+    """A ``kfp.local.DockerRunner`` whose containers run this venv's Python (no network).
+
+    Args:
+        read_only: project directories the steps read (mounted at the same path).
+        read_write: directories the steps write (mounted at the same path).
+        env: variables for every container (over the components' env).
+        labels: labels for every container (``torchx-flow.kfp-local=1`` is always set).
+    """
+    from kfp import local
+
+    path = os.pathsep.join([os.path.join(sys.prefix, "bin"), "/usr/local/bin", "/usr/bin", "/bin"])
+    return local.DockerRunner(
+        mounts=venv_mounts(read_only, read_write),
+        network_mode="none",
+        hostname="localhost",  # torchrun resolves its host name; no network: only lo
+        environment={"PATH": path, **(env or {})},
+        labels={LOCAL_LABEL: "1", **(labels or {})},
+    )

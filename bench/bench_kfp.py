@@ -1,0 +1,227 @@
+"""Benchmarks of the KFP adapter (numbers only; nothing here asserts a speed).
+
+1. Compile time of a 50-step pipeline whose steps come from AppDefs (``container_from_app``)
+   vs the same 50 steps written as hand-made ``@dsl.container_component``s with the same
+   image, command, args and resources (goal: AppDefs <= 1.2x hand-made). Also shown: steps
+   from a component name (``utils.echo``), which probes the component's parameters.
+2. kfp.local time per step: a one-step pipeline of ``container_from_app`` vs a hand-made
+   container component doing the same echo, under the DockerRunner (skipped without an engine).
+
+    python bench/bench_kfp.py [--steps 50] [--repeat 5] [--local-runs 3]
+"""
+
+# no `from __future__ import annotations`: KFP reads the pipeline functions' annotations
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from tabulate import tabulate
+
+IMAGE = "torchx-flow/busybox:latest"
+
+
+def app(i: int) -> Any:
+    import torchx.specs as specs
+
+    return specs.AppDef(
+        name=f"step{i}",
+        roles=[
+            specs.Role(
+                name=f"step{i}",
+                image=IMAGE,
+                entrypoint="echo",
+                args=["step", str(i)],
+                env={"STEP": str(i)},
+                resource=specs.Resource(cpu=1, gpu=0, memMB=512),
+            )
+        ],
+    )
+
+
+def hand_made(i: int) -> Any:
+    from kfp import dsl
+
+    def step() -> dsl.ContainerSpec:
+        return dsl.ContainerSpec(image=IMAGE, command=["echo"], args=["step", str(i)])
+
+    step.__name__ = f"step{i}"
+    return dsl.container_component(step)
+
+
+def hand_made_equivalent(i: int) -> Any:
+    """A hand-made component with what container_from_app adds: run-id outputs, parent input."""
+    from kfp import dsl
+
+    from torchx_kfp._spec import WRAPPER
+
+    def step(parent_run_id: str, app_id: dsl.OutputPath(str), tracker_run_id: dsl.OutputPath(str)):  # type: ignore[no-untyped-def,valid-type]
+        job = f"TORCHX_JOB_ID=kfp://{dsl.PIPELINE_JOB_ID_PLACEHOLDER}/s{i}-{dsl.PIPELINE_TASK_ID_PLACEHOLDER}"
+        parent = dsl.ConcatPlaceholder(["TORCHX_PARENT_RUN_ID=", parent_run_id])
+        return dsl.ContainerSpec(
+            image=IMAGE,
+            command=["sh", "-c", WRAPPER, "torchx-kfp", app_id, tracker_run_id, job, parent, "--"]
+            + ["echo"],
+            args=["step", str(i)],
+        )
+
+    step.__name__ = f"step{i}"
+    return dsl.container_component(step)
+
+
+def hand_task_equivalent(i: int) -> Any:
+    from kfp import kubernetes
+
+    task = hand_made_equivalent(i)(parent_run_id="")
+    task.set_cpu_request("1000m").set_cpu_limit("1000m")
+    task.set_memory_request("512M").set_memory_limit("512M")
+    task.set_env_variable("STEP", str(i))
+    task.set_caching_options(False)
+    kubernetes.empty_dir_mount(task, volume_name="dshm", mount_path="/dev/shm", medium="Memory")
+    return task
+
+
+def pipeline_of(make_task: Callable[[int], Any], steps: int) -> Any:
+    from kfp import dsl
+
+    @dsl.pipeline(name="bench")
+    def bench() -> None:
+        previous = None
+        for i in range(steps):
+            task = make_task(i)
+            if previous is not None:
+                task.after(previous)
+            previous = task
+
+    return bench
+
+
+def hand_task(i: int) -> Any:
+    task = hand_made(i)()
+    task.set_cpu_request("1000m").set_cpu_limit("1000m")
+    task.set_memory_request("512M").set_memory_limit("512M")
+    task.set_env_variable("STEP", str(i))
+    task.set_caching_options(False)
+    return task
+
+
+def appdef_task(i: int) -> Any:
+    from torchx_kfp import container_from_app
+
+    return container_from_app(app(i))
+
+
+def component_task(i: int) -> Any:
+    from torchx_kfp import container_from_app
+
+    return container_from_app("utils.echo", image=IMAGE, msg=f"step {i}")
+
+
+def time_compile(make_task: Callable[[int], Any], steps: int, repeat: int) -> float:
+    from kfp import compiler
+
+    times = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for _ in range(repeat):
+            start = time.perf_counter()
+            compiler.Compiler().compile(pipeline_of(make_task, steps), f"{tmp}/p.yaml")
+            times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def bench_compile(steps: int, repeat: int) -> None:
+    time_compile(hand_task, 2, 1)  # warm imports
+    time_compile(appdef_task, 2, 1)
+    hand = time_compile(hand_task_equivalent, steps, repeat)
+    rows = [["hand-made, same features (run-id outputs, /dev/shm)", f"{hand * 1000:.0f}", "1.00x"]]
+    for label, fn in (
+        ("hand-made, minimal (image, command, args, env, resources)", hand_task),
+        ("container_from_app(AppDef)", appdef_task),
+        ("container_from_app('utils.echo')", component_task),
+    ):
+        t = time_compile(fn, steps, repeat)
+        rows.append([label, f"{t * 1000:.0f}", f"{t / hand:.2f}x"])
+    print(f"\nCompile time of a {steps}-step pipeline (median of {repeat})")
+    print(tabulate(rows, headers=["steps from", "ms", "vs hand-made"]))
+
+
+def docker_host() -> str:
+    host = os.environ.get("DOCKER_HOST") or (
+        f"unix://{Path.home()}/.cache/torchx-flow/run/docker/docker.sock"
+    )
+    try:
+        import docker
+
+        client = docker.DockerClient(base_url=host, timeout=3)
+        client.ping()
+        client.close()
+    except Exception as e:  # no engine: the section is skipped
+        print(f"\nkfp.local per step: skipped (no Docker engine at {host}: {type(e).__name__})")
+        return ""
+    return host
+
+
+def bench_local(runs: int) -> None:
+    from kfp import dsl, local
+
+    from torchx_kfp import container_from_app
+    from torchx_kfp.local import venv_docker_runner
+
+    host = docker_host()
+    if not host:
+        return
+    os.environ["DOCKER_HOST"] = host
+
+    @dsl.pipeline(name="one-hand")
+    def one_hand() -> None:
+        hand_made(0)()
+
+    @dsl.pipeline(name="one-torchx")
+    def one_torchx() -> None:
+        container_from_app(app(0))
+
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        local.init(runner=venv_docker_runner(), pipeline_root=f"{tmp}/root")
+        for label, pipe in (("hand-made component", one_hand), ("container_from_app", one_torchx)):
+            pipe()  # warm
+            times = []
+            for _ in range(runs):
+                start = time.perf_counter()
+                pipe()
+                times.append(time.perf_counter() - start)
+            rows.append([label, f"{statistics.median(times):.2f}"])
+    print(f"\nkfp.local DockerRunner, one step (median of {runs})")
+    print(tabulate(rows, headers=["step", "seconds"]))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=50)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--local-runs", type=int, default=3)
+    args = parser.parse_args()
+    import contextlib
+    import io
+
+    bench_compile(args.steps, args.repeat)
+    import logging
+    import warnings
+
+    warnings.simplefilter("ignore")  # kfp.local: "resources have no effect locally"
+    logging.disable(logging.INFO)  # kfp.local's per-task log lines
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        bench_local(args.local_runs)
+    keep = [line for line in out.getvalue().splitlines() if line and not line.startswith(" ")]
+    print("\n".join(line for line in keep if "image" not in line))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

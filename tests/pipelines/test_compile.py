@@ -1,0 +1,70 @@
+"""Every pipelines/*.py compiles with the real KFP compiler to its golden IR YAML.
+
+Regenerate after a reviewed change: ``TORCHX_KFP_REGEN_GOLDEN=1 pytest tests/pipelines``.
+"""
+
+import importlib.util
+import os
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+pytest.importorskip("kfp")
+
+REPO = Path(__file__).resolve().parents[2]
+PIPELINES = sorted((REPO / "pipelines").glob("*.py"))
+GOLDEN = Path(__file__).parent / "golden"
+
+
+def load(path: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"pipeline_{path.stem}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def compile_text(path: Path, tmp_path: Path) -> str:
+    from kfp import compiler
+
+    out = tmp_path / f"{path.stem}.yaml"
+    compiler.Compiler().compile(getattr(load(path), path.stem), str(out))
+    return out.read_text()
+
+
+def test_every_pipeline_has_a_golden_file() -> None:
+    assert {p.stem for p in PIPELINES} >= {"torchx_training", "torchx_echo"}
+    if os.environ.get("TORCHX_KFP_REGEN_GOLDEN") != "1":
+        assert {g.stem for g in GOLDEN.glob("*.yaml")} == {p.stem for p in PIPELINES}
+
+
+@pytest.mark.parametrize("path", PIPELINES, ids=[p.stem for p in PIPELINES])
+def test_pipeline_compiles_to_golden(path: Path, tmp_path: Path) -> None:
+    text = compile_text(path, tmp_path)
+    golden = GOLDEN / f"{path.stem}.yaml"
+    if os.environ.get("TORCHX_KFP_REGEN_GOLDEN") == "1":
+        golden.write_text(text)
+    assert golden.is_file(), f"no golden IR: run TORCHX_KFP_REGEN_GOLDEN=1 pytest {__file__}"
+    assert text == golden.read_text(), f"{path.name} compiles differently from {golden}"
+
+
+def test_training_pipeline_shape(tmp_path: Path) -> None:
+    import yaml
+
+    docs = list(yaml.safe_load_all(compile_text(REPO / "pipelines/torchx_training.py", tmp_path)))
+    ir, platform = docs
+    tasks = ir["root"]["dag"]["tasks"]
+    assert set(tasks) == {"prepare-data", "train", "evaluate"}
+    assert tasks["train"]["dependentTasks"] == ["prepare-data"]
+    assert tasks["train"]["inputs"]["parameters"]["parent_run_id"] == {
+        "taskOutputParameter": {
+            "outputParameterKey": "tracker_run_id",
+            "producerTask": "prepare-data",
+        }
+    }
+    train = ir["deploymentSpec"]["executors"]["exec-train"]["container"]
+    assert train["resources"]["resourceMemoryLimit"] == "2048M"  # cpu.small
+    assert "--nproc_per_node 2" in train["args"][1]
+    k8s = platform["platforms"]["kubernetes"]["deploymentSpec"]["executors"]["exec-train"]
+    assert k8s["emptyDirMounts"][0]["mountPath"] == "/dev/shm"
