@@ -11,6 +11,10 @@ autoscalers and with queueing systems that understand Jobs (Kueue). Shape:
   not-ready addresses. Each pod sets ``hostname={role}-{i}`` and ``subdomain={service}``, so
   with cluster DNS every replica is reachable as ``{role}-{i}.{service}.{namespace}.svc``.
 
+``TORCHX_JOB_ID`` (set by the runner to ``kubernetes://{session}/${app_id}``) is completed to the
+app's real handle, ``kubernetes://{session}/{namespace}:{name}``, so trackers and outputs keyed
+on it match what ``torchx run`` printed (TorchX left the namespace out).
+
 How replicas reach rank 0 (the ``rank0_address`` run option):
 
 - ``dns`` (default, for clusters with DNS): ``TORCHX_RANK0_HOST`` is rank 0's DNS name above;
@@ -37,6 +41,7 @@ from torchx.schedulers._kubernetes.names import (
 )
 from torchx.schedulers._kubernetes.opts import RANK0_ADDRESSES
 from torchx.schedulers._kubernetes.replicas import Replica, iter_replicas
+from torchx.settings import ENV_TORCHX_JOB_ID
 from torchx.specs.api import AppDef
 
 __all__ = [
@@ -181,9 +186,15 @@ def _rank0_host(app: AppDef, app_id: str, namespace: str, rank0_address: str) ->
     return rank0_dns_name(app_id, first.name, namespace)
 
 
-def _replicas(app: AppDef, app_id: str, rank0_host: str, by_ip: bool) -> Iterator[Replica]:
+def _replicas(
+    app: AppDef, app_id: str, namespace: str, rank0_host: str, by_ip: bool
+) -> Iterator[Replica]:
     for replica in iter_replicas(app, app_id, ENV_TORCHX_RANK0_HOST):
         env = replica.materialized.env
+        job_id = env.get(ENV_TORCHX_JOB_ID, "")
+        if job_id.endswith(f"/{app_id}"):
+            # the handle's app id is `{namespace}:{name}`; `${app_id}` is only the name
+            env[ENV_TORCHX_JOB_ID] = f"{job_id[: -len(app_id)]}{namespace}:{app_id}"
         if replica.role_idx or replica.replica_id:
             env[ENV_TORCHX_RANK0_HOST] = rank0_host
         if by_ip:
@@ -222,7 +233,7 @@ def app_to_plain(
     if not app.roles:
         raise ValueError(f"app `{app.name}` has no roles; add at least one Role")
     rank0_host = _rank0_host(app, app_id, namespace, rank0_address)
-    replicas = list(_replicas(app, app_id, rank0_host, rank0_address == "pod_ip"))
+    replicas = list(_replicas(app, app_id, namespace, rank0_host, rank0_address == "pod_ip"))
     _check_names(app_id, replicas)
     jobs = [_job(r, pod_factory(r), app_id, namespace) for r in replicas]
     return PlainRequest(namespace, app_id, _service(app, app_id, namespace), jobs, rank0_address)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _k8s_live import IMAGE, api_client, leftovers, namespace, wait_until
+from _k8s_live import IMAGE, api_client, docker_env, leftovers, namespace, wait_until
 
 from torchx.specs.api import AppDef, AppState, Resource, Role, is_terminal
 
@@ -172,9 +172,14 @@ def test_torchx_cli_runs_logs_and_lists(ns: str, client: Any, tmp_path: Path) ->
     from _support import run_torchx
 
     opts = f"mode=plain,namespace={ns},rank0_address=pod_ip"
+    # `torchx run` builds the cwd into the image (a workspace) for kubernetes, as TorchX does;
+    # from an empty directory the image is used as it is (the engine is still asked about it)
+    empty = tmp_path / "empty"
+    empty.mkdir()
     run = run_torchx(
         "run", "-s", "kubernetes", "-cfg", opts, "utils.sh", "--image", IMAGE,
         "sh", "-c", "echo one; echo two",
+        env={"DOCKER_HOST": docker_env()["DOCKER_HOST"]}, cwd=empty,
     )  # fmt: skip
     assert run.returncode == 0, run.stderr
     handle = run.stdout.strip().splitlines()[-1]

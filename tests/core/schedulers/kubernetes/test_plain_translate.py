@@ -114,3 +114,23 @@ def test_plain_mode_needs_no_queue_and_keeps_pod_settings() -> None:
     resources = pod["containers"][0]["resources"]
     assert resources["limits"] == {"cpu": "1000m", "memory": "2048M"}
     assert resources["requests"] == {"cpu": "900m", "memory": "1024M"}
+
+
+def test_job_id_env_is_the_apps_real_handle() -> None:
+    # the runner sets TORCHX_JOB_ID=kubernetes://torchx/${app_id}; a scheduler dry run alone does not
+    info = create_scheduler("test").submit_dryrun(
+        AppDef(
+            name="trainer",
+            roles=[
+                Role(
+                    name="trainer",
+                    image="img:1",
+                    entrypoint="sh",
+                    env={"TORCHX_JOB_ID": f"kubernetes://torchx/{macros.app_id}"},
+                )
+            ],
+        ),
+        CFG,
+    )
+    (_, job) = yaml.safe_load_all(str(info.request))
+    assert env_of(job)["TORCHX_JOB_ID"] == f"kubernetes://torchx/ml:{info.request.resource.app_id}"
