@@ -20,6 +20,9 @@ from torchx.specs.api import AppDef, AppState, Resource, Role, is_terminal
 pytestmark = [pytest.mark.k8s, pytest.mark.slow]
 
 SMALL = Resource(cpu=0.2, gpu=0, memMB=64)
+# a pod's PID 1 ignores SIGTERM unless it traps it: without the trap every stop waits out the
+# 30 s grace period
+SLEEP = "trap 'exit 143' TERM; sleep 600 & wait"
 
 
 @pytest.fixture(scope="module")
@@ -110,7 +113,7 @@ def test_failed_replica_fails_app_with_its_error_and_stops_the_others(
 ) -> None:
     script = (
         'if [ "${replica_id}" = 1 ]; then echo "about to fail" >&2; exit 3; fi; '
-        "echo waiting; exec sleep 600"
+        f"echo waiting; {SLEEP}"
     )
     app_id = sched.submit(sh_app("failfast", script, replicas=2, role="worker"), cfg(ns))
     resp = wait_state(sched, app_id)
@@ -134,7 +137,7 @@ def test_failed_replica_fails_app_with_its_error_and_stops_the_others(
 
 
 def test_cancel_stops_pods_then_delete_leaves_nothing(sched: Any, client: Any, ns: str) -> None:
-    app_id = sched.submit(sh_app("sleeper", "echo up; exec sleep 600", replicas=2), cfg(ns))
+    app_id = sched.submit(sh_app("sleeper", f"echo up; {SLEEP}", replicas=2), cfg(ns))
     wait_state(sched, app_id, lambda s: s == AppState.RUNNING)
     sched.cancel(app_id)
     resp = sched.describe(app_id)
