@@ -4,8 +4,8 @@ Targets are measured here, never asserted in tests.
 
 Run with ``make bench`` (or ``.venv/bin/python bench/bench_local.py``). Rows:
 
-* ``torchx --help`` and ``torchx builtins`` wall time next to ``python -c pass``
-  (target: --help <= 3x);
+* ``torchx --help``, ``torchx builtins`` and ``torchx runopts local_cwd`` wall time next to
+  ``python -c pass`` (targets: --help <= 3x, builtins and runopts <= 55 ms);
 * ``torchx run -s local_cwd utils.sh echo hi`` end to end;
 * process exit -> ``Runner.wait()`` return latency (target <= 20 ms);
 * N = 1/32/128 replicas of ``python -c pass`` to SUCCEEDED next to a bare Popen-and-wait loop of the
@@ -55,12 +55,15 @@ def bench_cli(rows: list[list[object]]) -> None:
     rows.append(["python -c pass", f"{base * 1000:.1f} ms", "1.00x", ""])
     for label, argv, target in [
         ("torchx --help", [TORCHX, "--help"], "<= 3x"),
-        ("torchx builtins", [TORCHX, "builtins"], ""),
+        ("torchx builtins", [TORCHX, "builtins"], "<= 55 ms"),
+        ("torchx runopts local_cwd", [TORCHX, "runopts", "local_cwd"], "<= 55 ms"),
     ]:
         med, _ = timed(run_cmd(*argv))
         rows.append([label, f"{med * 1000:.1f} ms", f"{med / base:.2f}x", target])
     med, _ = timed(run_cmd(TORCHX, "run", "-s", "local_cwd", "utils.sh", "echo", "hi"), repeat=3)
-    rows.append(["torchx run -s local_cwd utils.sh echo hi", f"{med * 1000:.1f} ms", "", ""])
+    rows.append(
+        ["torchx run -s local_cwd utils.sh echo hi", f"{med * 1000:.1f} ms", "", "<= 150 ms"]
+    )
 
 
 def _app(n: int, args: list[str]) -> object:
@@ -113,7 +116,7 @@ def bench_replicas(rows: list[list[object]]) -> None:
         repeat = 3 if n > 1 else REPEAT
         bare_t, _ = timed(bare, repeat)
         local_t, _ = timed(local, repeat)
-        target = "<= 1.2x" if n == 128 else ""
+        target = {1: "<= 30 ms", 128: "<= 1.2x"}.get(n, "")
         rows.append(
             [
                 f"{n} x python -c pass: local_cwd",

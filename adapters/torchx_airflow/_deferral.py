@@ -1,15 +1,20 @@
-"""Whether the triggerer can follow an app, or the deferred task must wait in the worker.
+"""Whether a deferred task's app can be followed by the triggerer, or must be awaited in the worker.
 
 Apps of a host-local scheduler (``local_cwd``: a supervisor process and its replicas on the
 worker's host) can only be followed and cancelled from that host: another host, or another
 container such as the triggerer of a docker-compose stack, sees neither their processes nor,
-usually, their TORCHX_HOME. The operator records where it launched the app
-(:func:`host_identity`) in the trigger; a trigger that finds itself elsewhere touches nothing
-and hands the app back (:data:`WAIT_IN_WORKER`), and the resumed task waits in the worker,
-where ``on_kill`` still cancels the app. Where the triggerer shares the worker's host
-(``airflow standalone``, ``dag.test()``), deferral works as usual.
+usually, their TORCHX_HOME. So a deferrable operator does not defer such apps: it waits in the
+worker and says why (:func:`wait_in_worker_reason`), unless ``[torchx] defer_local_apps`` is
+true (``AIRFLOW__TORCHX__DEFER_LOCAL_APPS=true``: the triggerer shares the workers' host, as
+with ``airflow standalone`` or ``airflow dags test``).
 
-No Airflow import.
+Deferring anyway is safe: the operator records where it launched the app
+(:func:`host_identity`) in the trigger, and a trigger that finds itself elsewhere touches
+nothing and hands the app back (:data:`WAIT_IN_WORKER`); the resumed task waits in the worker.
+(Handing back at once races with the scheduler's bookkeeping of the deferring try on a busy
+machine, hence the up-front decision.)
+
+Airflow is imported only to read the configuration.
 """
 
 from __future__ import annotations
@@ -25,10 +30,12 @@ __all__ = [
     "host_identity",
     "is_host_local",
     "needs_worker",
+    "wait_in_worker_reason",
 ]
 
 HOST_LOCAL_SCHEDULERS = frozenset({"local_cwd"})
 WAIT_IN_WORKER = "wait_in_worker"
+_WHY = "so the task waits for it in the worker instead"
 
 
 def _read(path: str) -> str:
@@ -70,6 +77,25 @@ def handback_payload(app_handle: str, worker_host: str) -> dict[str, Any]:
         "message": (
             f"the triggerer ({socket.gethostname()}) is not on the host that runs {scheduler}"
             f" app {app_handle} ({worker_host.partition('/')[0]}): it can neither follow nor"
-            " cancel it from there, so the task waits for it in the worker instead"
+            f" cancel it from there, {_WHY}"
         ),
     }
+
+
+def defer_local_apps() -> bool:
+    """Returns ``[torchx] defer_local_apps`` (False when unset)."""
+    from airflow.sdk.configuration import conf
+
+    return bool(conf.getboolean("torchx", "defer_local_apps", fallback=False))
+
+
+def wait_in_worker_reason(app_handle: str) -> str:
+    """Returns why a deferrable task waits for ``app_handle`` in the worker ("" to defer)."""
+    if not is_host_local(app_handle) or defer_local_apps():
+        return ""
+    scheduler = app_handle.partition("://")[0]
+    return (
+        f"TorchX app {app_handle} runs on this worker's host ({scheduler}): a triggerer on another"
+        f" host or container could neither follow nor cancel it, {_WHY} (set [torchx]"
+        " defer_local_apps = True when the triggerer shares the workers' host)"
+    )

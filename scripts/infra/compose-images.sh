@@ -19,6 +19,9 @@ WORK=$CACHE/compose
 LABEL=org.torchx-flow.inputs
 EXTRA_WHEELS="psycopg2-binary asyncpg"   # Postgres drivers of the metadata DB (sync and async)
 mkdir -p "$WORK"
+# one build at a time per cache dir (several checkouts may share it)
+exec 9>"$WORK/.lock"
+flock 9
 
 sha() { sha256sum | cut -c1-16; }
 # replaced IMAGE OLD_ID: removes this script's previous build of IMAGE (now untagged), if unused
@@ -71,6 +74,7 @@ airflow_image() {
   ctx=$WORK/context
   rm -rf "$ctx"
   mkdir -p "$ctx/deps" "$ctx/project"
+  cp "$REPO/compose/airflow/job-alive.py" "$ctx/"
   ln "$WORK"/wheels/*.whl "$ctx/deps/" 2>/dev/null || cp "$WORK"/wheels/*.whl "$ctx/deps/"
   $pip wheel --quiet --no-deps -w "$ctx/project" "$REPO" >"$WORK/pip-wheel-project.log" 2>&1 ||
     { tail -n 20 "$WORK/pip-wheel-project.log" >&2; return 1; }

@@ -72,9 +72,9 @@ class TorchXOperator(BaseOperator):
         parent_run_id: the tracker parent run, e.g. an upstream task's ``tracker_run_id``
             XCom; templated.
         torchx_conn_id: the ``torchx`` connection (None: only these arguments).
-        deferrable: wait in the triggerer (``TorchXJobTrigger``) instead of the worker; a
-            ``local_cwd`` app is handed back to the worker when the triggerer runs on
-            another host or container, which could neither follow nor cancel it.
+        deferrable: wait in the triggerer (``TorchXJobTrigger``) instead of the worker;
+            ``local_cwd`` apps are awaited in the worker all the same (a triggerer elsewhere
+            could neither follow nor cancel them) unless ``[torchx] defer_local_apps``.
         poll_interval: the longest time between two status checks, in seconds.
         stream_logs: copy replica logs into the task log.
         durable: keep the app handle in the task state store and re-attach on retry.
@@ -168,7 +168,13 @@ class TorchXOperator(BaseOperator):
         if status is not None and status.is_terminal():
             return self._finish(context, handle, status)
         if self.deferrable:
-            self._defer(handle, settings)
+            from torchx_airflow._deferral import wait_in_worker_reason
+
+            reason = wait_in_worker_reason(handle)
+            if reason:
+                self.log.info("%s", reason)
+            else:
+                self._defer(handle, settings)
         status = self._wait(runner, handle, app)
         return self._finish(context, handle, status)
 

@@ -121,49 +121,7 @@ class LazySubParsersAction(argparse._SubParsersAction):
 
 
 def group_may_have_entry_points(group: str) -> bool:
-    """Cheaply tells whether any installed distribution might declare entry points in ``group``.
+    """See :func:`torchx.util.entrypoints.group_may_have_entry_points` (imported lazily)."""
+    from torchx.util.entrypoints import group_may_have_entry_points as may_have
 
-    Scans the ``entry_points.txt`` of the ``*.dist-info``/``*.egg-info`` directories on
-    ``sys.path`` for the group name (well under a millisecond, versus ~50 ms for importing
-    ``importlib.metadata``). It answers True (so the caller does the real lookup) whenever it
-    cannot be sure: zip or egg path entries, custom distribution finders, or
-    ``torchx.util.entrypoints`` already imported (its ``metadata`` may have been replaced).
-
-    Args:
-        group: the entry-point group name.
-    """
-    if "torchx.util.entrypoints" in sys.modules or _custom_distribution_finders():
-        return True
-    needle = f"[{group}]".encode()
-    for entry in sys.path:
-        path = entry or os.getcwd()
-        if os.path.isfile(path):
-            return True
-        try:
-            it = os.scandir(path)
-        except OSError:
-            continue
-        with it:
-            for d in it:
-                if d.name.endswith(".egg"):
-                    return True
-                if d.name.endswith((".dist-info", ".egg-info")) and _declares(d.path, needle):
-                    return True
-    return False
-
-
-def _declares(dist_dir: str, needle: bytes) -> bool:
-    try:
-        with open(os.path.join(dist_dir, "entry_points.txt"), "rb") as f:
-            return needle in f.read().replace(b" ", b"")
-    except OSError:
-        return False
-
-
-def _custom_distribution_finders() -> bool:
-    from importlib.machinery import PathFinder
-
-    return any(
-        finder is not PathFinder and hasattr(finder, "find_distributions")
-        for finder in sys.meta_path
-    )
+    return may_have(group)

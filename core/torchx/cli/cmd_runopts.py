@@ -1,24 +1,18 @@
 """``torchx runopts [SCHEDULER]``: print the run options of one or every scheduler.
 
-A scheduler whose module cannot be imported (a missing extra) prints its error instead.
+A scheduler whose module cannot be imported (a missing extra) prints its error instead. The
+run options come straight from the scheduler factories (no ``Runner``), so the command starts
+without importing the runner, events and trackers.
 """
 
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from torchx.cli._schedulers import add_scheduler_argument, scheduler_names
 from torchx.cli.cmd_base import SubCommand
 
-__all__ = ["CmdRunopts", "get_runner"]
-
-
-def get_runner(*args: Any, **kwargs: Any) -> Any:
-    """Returns ``torchx.runner.get_runner(*args, **kwargs)`` (looked up at call time)."""
-    from torchx.runner import get_runner as _get_runner
-
-    return _get_runner(*args, **kwargs)
+__all__ = ["CmdRunopts"]
 
 
 class CmdRunopts(SubCommand):
@@ -37,12 +31,14 @@ class CmdRunopts(SubCommand):
 
     def run(self, args: argparse.Namespace) -> None:
         r"""Prints ``"{scheduler}:\\n{runopts}\\n"`` per scheduler."""
-        with get_runner() as runner:
-            names = [args.scheduler] if args.scheduler else runner.scheduler_backends()
-            for name in names:
-                try:
-                    opts = runner.scheduler_run_opts(name)
-                except ImportError as e:
-                    print(f"{name}: {e}\n")
-                    continue
-                print(f"{name}:\n{opts!r}\n")
+        from torchx.runner._config_io import scheduler_run_opts
+        from torchx.schedulers import get_scheduler_factories
+
+        factories = get_scheduler_factories()
+        for name in [args.scheduler] if args.scheduler else list(factories):
+            try:
+                opts = scheduler_run_opts(name, factories)
+            except ImportError as e:
+                print(f"{name}: {e}\n")
+                continue
+            print(f"{name}:\n{opts!r}\n")

@@ -12,14 +12,16 @@ Two modes, chosen with the ``mode`` run option:
   ``svc`` plugin.
 - ``plain``: standard ``batch/v1`` Jobs plus a headless Service; no Volcano needed.
 
-``torchx run -s kubernetes --dryrun -cfg queue=default,validate_spec=False ...`` prints the
-manifest without contacting the cluster.
+``torchx run -s kubernetes --workspace "" --dryrun -cfg queue=default,validate_spec=False ...``
+prints the manifest without contacting the cluster or a Docker engine (a workspace is built into
+an image and pushed to ``image_repo``, as in TorchX).
 
 Compared with TorchX: labels are always valid label values, ``[FIELD_PATH]`` env values keep
 their whole field path, ``RetryPolicy.ROLE`` is rejected with a clear ``ValueError``, the
-rank-0 variable of a role with ``-`` in its name is the one Volcano sets, pod names longer than
-63 characters are rejected even without ``validate_spec``, and the run options
-``image_pull_secrets`` and ``tolerations`` are added.
+rank-0 variable of a role with ``-`` in its name is the one Volcano sets, names Kubernetes would
+reject (pods over 63 characters, clashing role names, a Job name starting with a digit) fail in
+the dry run even without ``validate_spec``, and the run options ``image_pull_secrets`` and
+``tolerations`` are added.
 """
 
 from __future__ import annotations
@@ -282,10 +284,14 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVal]])
         def pod(app_id: str, replica: Replica) -> Any:
             return _replica_pod(app, app_id, settings, replica)
 
+        images_to_push = self.dryrun_push_images(app, opts)  # workspace images -> image_repo
         if not opts.validate_spec:
-            return plain_dryrun(app, opts.namespace, opts.rank0_address, pod, None)
-        with api_server_errors(self._api_client(), "validating the job spec"):
-            return plain_dryrun(app, opts.namespace, opts.rank0_address, pod, self._plain())
+            info = plain_dryrun(app, opts.namespace, opts.rank0_address, pod, None)
+        else:
+            with api_server_errors(self._api_client(), "validating the job spec"):
+                info = plain_dryrun(app, opts.namespace, opts.rank0_address, pod, self._plain())
+        info.request.images_to_push = images_to_push
+        return info
 
     def schedule(self, dryrun_info: AppDryRunInfo[KubernetesJob]) -> str:
         """Create the app's objects on the cluster.

@@ -3,17 +3,21 @@
 A value in ``overrides`` replaces the attribute of the same name. Callables are
 called and awaitables are awaited once; the result is written back into the dict
 (which copies of the role share). Resolution is single-flight under a re-entrant
-lock per overrides dict.
+lock per overrides dict. ``asyncio`` is imported only when an awaitable is resolved: every
+``import torchx.specs`` (the CLI, each supervisor-side tool) would pay for it otherwise.
 """
 
 from __future__ import annotations
 
-import asyncio
-import inspect
 import threading
+import types
 from collections.abc import Awaitable
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import asyncio
+
+_CO_ITERABLE_COROUTINE = 0x100  # inspect.CO_ITERABLE_COROUTINE, without importing inspect
 
 __all__ = ["resolve_override"]
 
@@ -34,7 +38,18 @@ async def _await(value: Awaitable[Any]) -> Any:
     return await value
 
 
+def _is_awaitable(value: Any) -> bool:
+    """``inspect.isawaitable`` without importing :mod:`inspect`."""
+    if isinstance(value, Awaitable):
+        return True
+    return isinstance(value, types.GeneratorType) and bool(
+        value.gi_code.co_flags & _CO_ITERABLE_COROUTINE
+    )
+
+
 def _running_loop() -> asyncio.AbstractEventLoop | None:
+    import asyncio
+
     try:
         return asyncio.get_running_loop()
     except RuntimeError:
@@ -42,6 +57,9 @@ def _running_loop() -> asyncio.AbstractEventLoop | None:
 
 
 def _resolve_awaitable(value: Awaitable[Any]) -> Any:
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
     get_loop = getattr(value, "get_loop", None)
     owner: asyncio.AbstractEventLoop | None = get_loop() if callable(get_loop) else None
     running = _running_loop()
@@ -72,7 +90,7 @@ def resolve_override(overrides: dict[str, Any], name: str) -> Any:
     """
     with _lock_for(overrides):
         value = overrides[name]
-        if inspect.isawaitable(value):
+        if _is_awaitable(value):
             value = _resolve_awaitable(value)
         elif callable(value):
             value = value()

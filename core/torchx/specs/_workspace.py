@@ -66,6 +66,8 @@ class Workspace:
         """
         if not workspace:
             return Workspace({})
+        if _plain_path(workspace):  # what YAML would give back as is (no yaml import)
+            return Workspace({workspace: ""})
         import yaml
 
         parsed = yaml.safe_load(workspace)
@@ -79,3 +81,11 @@ class Workspace:
         if self.is_unmapped_single_project():
             return next(iter(self.projects))
         return ";".join(src if not dst else f"{src}:{dst}" for src, dst in self.projects.items())
+
+
+_YAML_SPECIAL = frozenset(":#{}[],&*!|>'\"%@`\n\r\t")
+
+
+def _plain_path(text: str) -> bool:
+    """True when ``text`` has nothing YAML would parse as structure, quoting or a comment."""
+    return text == text.strip() and not _YAML_SPECIAL.intersection(text) and text[0] not in "-?"

@@ -17,6 +17,7 @@ from __future__ import annotations
 import abc
 import argparse
 import ast
+import functools
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -337,6 +338,12 @@ def _find_function(module: ast.Module, fn_name: str) -> ast.FunctionDef | None:
     return None
 
 
+@functools.lru_cache(maxsize=32)
+def _parse(source: str, path: str) -> ast.Module:
+    """Parses a component file once per source text (discovery lints each function of it)."""
+    return ast.parse(source, filename=path)
+
+
 def validate(
     path: str,
     component_function: str,
@@ -355,7 +362,7 @@ def validate(
     """
     source = read_conf_file(path)
     try:
-        module = ast.parse(source, filename=path)
+        module = _parse(source, path)
     except SyntaxError as e:
         return [LinterMessage(_FILE_VALIDATOR, f"{e.msg}", e.lineno or 0, e.offset or 0)]
     fn_def = _find_function(module, component_function)

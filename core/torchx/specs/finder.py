@@ -86,6 +86,34 @@ class _Component:
     validation_errors: list[str]
 
 
+class _DeferredDescription:
+    """A component description parsed from the docstring on first read (see ``_Component``)."""
+
+    __slots__ = ("fn",)
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self.fn = fn
+
+
+def _get_description(self: _Component) -> str:
+    value = self.__dict__["_description"]
+    if isinstance(value, _DeferredDescription):
+        value = self.__dict__["_description"] = _describe(value.fn)
+    return str(value)
+
+
+def _set_description(self: _Component, value: str | _DeferredDescription) -> None:
+    self.__dict__["_description"] = value
+
+
+# Parsing docstrings needs docstring_parser (and its regexes): discovery defers it until a
+# description is read, so listing components (``torchx builtins``) never pays for it.
+_Component.description = property(_get_description, _set_description)  # type: ignore[assignment]
+
+# Helpers for component authors' test suites, with no components (and a unittest import).
+_NOT_COMPONENT_MODULES = frozenset({"torchx.components.component_test_base"})
+
+
 _components: dict[str, _Component] | None = None
 
 
@@ -141,7 +169,7 @@ def _make_component(
     messages = file_linter.validate(path, fn_name, validators)
     return _Component(
         name=name,
-        description=_describe(fn),
+        description=_DeferredDescription(fn),  # type: ignore[arg-type]
         fn_name=fn_name,
         fn=fn,
         validation_errors=[m.description for m in messages],
@@ -199,9 +227,10 @@ class ModuleComponentsFinder(ComponentsFinder):
         if not is_package(module):
             return
         for info in pkgutil.iter_modules(module.__path__):
-            if info.name.startswith("_"):
+            qualified = f"{module.__name__}.{info.name}"
+            if info.name.startswith("_") or qualified in _NOT_COMPONENT_MODULES:
                 continue
-            sub = _import_or_warn(f"{module.__name__}.{info.name}")
+            sub = _import_or_warn(qualified)
             if sub is not None:
                 yield from self._iter_modules(sub)
 

@@ -1,7 +1,9 @@
 """Entry-point lookups (``torchx.util.entrypoints``).
 
 Every lookup reads ``importlib.metadata`` at call time, so distributions installed (or put
-on ``sys.path``) after import are found.
+on ``sys.path``) after import are found. A group that no ``entry_points.txt`` on ``sys.path``
+mentions is answered without importing ``importlib.metadata`` (about 20 ms of a CLI start):
+see :func:`group_may_have_entry_points`.
 
 Example::
 
@@ -14,12 +16,15 @@ Example::
 from __future__ import annotations
 
 import difflib
-import importlib.metadata as metadata
+import os
+import sys
 from collections.abc import Callable, Mapping
-from importlib.metadata import EntryPoint
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["load", "load_group", "select"]
+if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
+
+__all__ = ["group_may_have_entry_points", "load", "load_group", "select"]
 
 
 class _NoDefault:
@@ -41,6 +46,10 @@ def select(group: str) -> list[EntryPoint]:
     Returns:
         The entry points of the group, read from ``importlib.metadata``.
     """
+    if not group_may_have_entry_points(group):
+        return []
+    from importlib import metadata
+
     eps: Any = metadata.entry_points()
     if hasattr(eps, "select"):
         return list(eps.select(group=group))
@@ -124,3 +133,51 @@ def load_group(
     if not eps:
         return None if skip_defaults else default
     return {ep.name: _deferred(ep) for ep in eps}
+
+
+def group_may_have_entry_points(group: str) -> bool:
+    """Cheaply tells whether any installed distribution might declare entry points in ``group``.
+
+    Scans the ``entry_points.txt`` of the ``*.dist-info``/``*.egg-info`` directories on
+    ``sys.path`` for the group name (well under a millisecond, versus ~20-50 ms for importing
+    ``importlib.metadata``). It answers True (so the caller does the real lookup) whenever it
+    cannot be sure: zip or egg path entries, or custom distribution finders.
+
+    Args:
+        group: the entry-point group name.
+    """
+    if _custom_distribution_finders():
+        return True
+    needle = f"[{group}]".encode()
+    for entry in sys.path:
+        path = entry or os.getcwd()
+        if os.path.isfile(path):
+            return True
+        try:
+            it = os.scandir(path)
+        except OSError:
+            continue
+        with it:
+            for d in it:
+                if d.name.endswith(".egg"):
+                    return True
+                if d.name.endswith((".dist-info", ".egg-info")) and _declares(d.path, needle):
+                    return True
+    return False
+
+
+def _declares(dist_dir: str, needle: bytes) -> bool:
+    try:
+        with open(os.path.join(dist_dir, "entry_points.txt"), "rb") as f:
+            return needle in f.read().replace(b" ", b"")
+    except OSError:
+        return False
+
+
+def _custom_distribution_finders() -> bool:
+    from importlib.machinery import PathFinder
+
+    return any(
+        finder is not PathFinder and hasattr(finder, "find_distributions")
+        for finder in sys.meta_path
+    )

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import abc
 import posixpath
-import tempfile
 import warnings
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -90,6 +89,8 @@ class WorkspaceMixin(abc.ABC, Generic[T]):
         if workspace.is_unmapped_single_project():
             path = next(iter(workspace.projects))
         else:
+            import tempfile  # only when merging: every run_opts() imports this module
+
             path = tempfile.mkdtemp(suffix=_MERGED_WORKSPACE_SUFFIX)
             workspace.merge_into(path)
         self.build_workspace_and_update_role(role, path, cfg)

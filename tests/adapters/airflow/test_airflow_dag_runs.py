@@ -134,7 +134,9 @@ def test_pipeline_blocking_and_deferrable_with_lineage(write_dag, airflow_env) -
             first >> second
         """
     )
-    summary, output = run_dag(airflow_env, dag_file, "pipe")
+    # dag.test runs the trigger in this process: it shares the app's host
+    env = {**airflow_env, "AIRFLOW__TORCHX__DEFER_LOCAL_APPS": "true"}
+    summary, output = run_dag(env, dag_file, "pipe")
     assert summary["state"] == "success", output[-3000:]
     first = summary["tasks"]["first"]["xcom"]["return_value"]
     assert first["state"] == "SUCCEEDED"
@@ -147,6 +149,23 @@ def test_pipeline_blocking_and_deferrable_with_lineage(write_dag, airflow_env) -
     assert "running trigger in line" in output  # it really deferred
     lines = "".join(runner().log_lines(second["app_handle"], "python"))
     assert f"parent {first['app_handle']}" in lines
+
+
+def test_deferrable_local_app_waits_in_the_worker_by_default(write_dag, airflow_env) -> None:
+    dag_file = write_dag(
+        """
+        with DAG("local", schedule=None, start_date=datetime(2024, 1, 1)):
+            TorchXOperator(
+                task_id="t", component="utils.echo", component_args={"msg": "hi"}, deferrable=True
+            )
+        """
+    )
+    summary, output = run_dag(airflow_env, dag_file, "local")
+    assert summary["state"] == "success", output[-3000:]
+    assert "so the task waits for it in the worker instead" in output
+    assert "defer_local_apps" in output
+    assert "running trigger in line" not in output  # it did not defer
+    assert "[echo/0] hi" in output
 
 
 def test_failing_step_fails_task_with_app_error_and_skips_downstream(

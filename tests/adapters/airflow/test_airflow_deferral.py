@@ -61,6 +61,20 @@ def test_only_host_local_apps_launched_elsewhere_need_the_worker() -> None:
     assert not needs_worker("kubernetes://default/sh-1", ELSEWHERE)
 
 
+def test_local_apps_wait_in_the_worker_unless_the_triggerer_shares_the_host(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from torchx_airflow._deferral import wait_in_worker_reason
+
+    monkeypatch.delenv("AIRFLOW__TORCHX__DEFER_LOCAL_APPS", raising=False)
+    reason = wait_in_worker_reason("local_cwd://torchx/sh-1")
+    assert "local_cwd://torchx/sh-1" in reason and "waits for it in the worker" in reason
+    assert "defer_local_apps" in reason  # says how to defer anyway
+    assert wait_in_worker_reason("kubernetes://default/sh-1") == ""
+    monkeypatch.setenv("AIRFLOW__TORCHX__DEFER_LOCAL_APPS", "true")
+    assert wait_in_worker_reason("local_cwd://torchx/sh-1") == ""
+
+
 def test_trigger_elsewhere_hands_the_app_back_untouched_and_does_not_cancel() -> None:
     from torchx.runner import get_runner
     from torchx_airflow.triggers.torchx import TorchXJobTrigger

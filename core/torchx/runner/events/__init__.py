@@ -46,18 +46,23 @@ def _get_or_create_logger(destination: str) -> logging.Logger:
 def record(event: TorchxEvent, destination: str = "null") -> None:
     """Logs an event to the ``torchx-events-{destination}`` logger.
 
-    A failure to serialize the event is logged, never raised.
+    A failure to serialize the event is logged, never raised. An event nobody listens to (the
+    logger has only ``NullHandler``s, the ``"null"`` default) is not serialized at all: the
+    runner records several events per launch.
 
     Args:
         event: the event to record.
         destination: ``"null"`` (default, discarded) or ``"console"``.
     """
+    events_logger = _get_or_create_logger(destination)
+    if all(isinstance(h, logging.NullHandler) for h in events_logger.handlers):
+        return
     try:
         serialized = event.serialize()
     except Exception:
         logger.exception("failed to serialize torchx event for api `%s`", event.api)
         return
-    _get_or_create_logger(destination).info(serialized)
+    events_logger.info(serialized)
 
 
 def get_session_id_or_create_new() -> str:

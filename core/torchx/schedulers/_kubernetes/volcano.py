@@ -11,6 +11,7 @@ from typing import Any, Optional
 from torchx.schedulers._kubernetes.names import RESERVED_MEMMB, RESERVED_MILLICPU, rank0_env_name
 from torchx.schedulers._kubernetes.replicas import Replica, iter_replicas
 from torchx.specs.api import AppDef, RetryPolicy, Role
+from torchx.util.strings import normalize_str
 
 __all__ = [
     "PodFactory",
@@ -20,6 +21,7 @@ __all__ = [
     "VOLCANO_VERSION",
     "VolcanoSettings",
     "app_to_volcano_job",
+    "check_role_names",
     "retry_policies",
 ]
 
@@ -74,6 +76,28 @@ def retry_policies(role: Role) -> list[dict[str, str]]:
         ) from None
 
 
+def check_role_names(app: AppDef) -> None:
+    """Every role must give distinct, non-empty task names (``normalize_str`` of the name).
+
+    Raises:
+        ValueError: a role name normalizes to nothing, or two roles normalize alike (TorchX
+            submitted such Jobs, which Volcano rejects for duplicate task names).
+    """
+    seen: dict[str, str] = {}
+    for role in app.roles:
+        key = normalize_str(role.name)
+        if not key:
+            raise ValueError(
+                f"role name `{role.name}` has no letters or digits; Kubernetes names need some"
+            )
+        if key in seen:
+            raise ValueError(
+                f"roles `{seen[key]}` and `{role.name}` both become task names `{key}-N`"
+                " on Kubernetes (lower-case letters, digits and `-` only); rename one"
+            )
+        seen[key] = role.name
+
+
 def _warn_retries(role: Role) -> None:
     warnings.warn(
         f"Role {role.name} configured with restarts: {role.max_retries}. As of 1.4.0 Volcano"
@@ -111,10 +135,18 @@ def app_to_volcano_job(
         ``{apiVersion, kind, metadata: {name}, spec}`` with ``V1Pod`` task templates.
 
     Raises:
-        ValueError: the app has no role, or a role uses an unsupported retry policy.
+        ValueError: the app has no role, role names clash once normalized, or a role uses an
+            unsupported retry policy.
     """
     if not app.roles:
         raise ValueError(f"app `{app.name}` has no roles; add at least one Role")
+    if not app_id[:1].isalpha():
+        # Volcano's svc plugin names a Service after the Job: a DNS-1035 label
+        raise ValueError(
+            f"Job name `{app_id}` must start with a letter (Volcano names a Service after it);"
+            f" start the app name `{app.name}` with a letter"
+        )
+    check_role_names(app)
     for role in app.roles:
         if role.max_retries > 0:
             retry_policies(role)  # fail before building anything

@@ -124,7 +124,9 @@ def launch(request: PopenRequest) -> _LocalAppDef:
         data = request_to_json(request, control_name, os.getpid())
         proto.write_json_atomic(app_dir / proto.REQUEST_FILE, data)
         proto.write_json_atomic(app_dir / proto.STATE_FILE, _initial_state(data))
-        cmd = [sys.executable, "-m", _SUPERVISOR_MODULE, str(app_dir)]
+        # -S: the supervisor needs only the standard library and torchx (on PYTHONPATH), so it
+        # skips site-packages and their .pth files (a third of its start-up time)
+        cmd = [sys.executable, "-S", "-m", _SUPERVISOR_MODULE, str(app_dir)]
         cmd += ["--control-fd", str(control.fileno())]
         fds = [control.fileno()]
         if not request.detach:

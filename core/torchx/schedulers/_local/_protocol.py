@@ -30,6 +30,7 @@ __all__ = [
     "SUPERVISOR_LOG",
     "TERMINAL_STATES",
     "launcher_env",
+    "parse_supervisor_args",
     "restore_launcher_env",
     "spawn_env",
     "connect",
@@ -188,3 +189,27 @@ def wait_change(name: str, state: str, timeout: float) -> None:
         sock.sendall(f"wait {state}\n".encode())
         sock.settimeout(timeout)
         sock.recv(1)
+
+
+def parse_supervisor_args(argv: list[str]) -> tuple[Path, int, int | None]:
+    """Parses ``APP_DIR --control-fd N [--launcher-fd N]`` (what the launcher passes).
+
+    No argparse: every app start pays for the supervisor's imports.
+    """
+    usage = "usage: torchx-local-supervisor APP_DIR --control-fd N [--launcher-fd N]"
+    app_dir: Path | None = None
+    fds: dict[str, int] = {}
+    it = iter(argv)
+    for arg in it:
+        if arg in ("--control-fd", "--launcher-fd"):
+            value = next(it, "")
+            if not value.isdigit():
+                raise SystemExit(f"{usage}\n{arg} needs a file descriptor number, got {value!r}")
+            fds[arg] = int(value)
+        elif app_dir is None and not arg.startswith("-"):
+            app_dir = Path(arg)
+        else:
+            raise SystemExit(f"{usage}\nunexpected argument {arg!r}")
+    if app_dir is None or "--control-fd" not in fds:
+        raise SystemExit(usage)
+    return app_dir, fds["--control-fd"], fds.get("--launcher-fd")

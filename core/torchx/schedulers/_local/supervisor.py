@@ -10,7 +10,6 @@ once nothing the app started is left running. Stdlib only, so it starts fast.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import ctypes
 import os
@@ -27,6 +26,7 @@ from torchx.schedulers._local._procs import children as _children
 from torchx.schedulers._local._protocol import (
     REQUEST_FILE,
     STATE_FILE,
+    parse_supervisor_args,
     read_json,
     restore_launcher_env,
     spawn_env,
@@ -379,13 +379,9 @@ def _ignore(signum: int, frame: object) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point: parse ``APP_DIR --control-fd N [--launcher-fd N]`` and run the app."""
-    parser = argparse.ArgumentParser(prog="torchx-local-supervisor")
-    parser.add_argument("app_dir", type=Path)
-    parser.add_argument("--control-fd", type=int, required=True)
-    parser.add_argument("--launcher-fd", type=int, default=None)
-    args = parser.parse_args(argv)
-    control = socket.socket(fileno=args.control_fd)
-    return Supervisor(args.app_dir, control, args.launcher_fd).run()
+    app_dir, control_fd, launcher_fd = parse_supervisor_args(sys.argv[1:] if argv is None else argv)
+    control = socket.socket(fileno=control_fd)
+    return Supervisor(app_dir, control, launcher_fd).run()
 
 
 if __name__ == "__main__":

@@ -376,6 +376,15 @@ def test_workspace_images_are_renamed_to_image_repo_and_planned_for_push() -> No
         _dryrun(AppDef("app", [_role(image="sha256:abc123")]))
 
 
+def test_plain_mode_also_renames_and_pushes_workspace_images() -> None:
+    app = AppDef("app", [_role(image="sha256:abc123")])
+    info = ks.create_scheduler("t").submit_dryrun(
+        app, {"mode": "plain", "validate_spec": False, "image_repo": "registry.local/me"}
+    )
+    assert info.request.images_to_push == {"sha256:abc123": ("registry.local/me", "abc123")}
+    assert "sha256:" not in str(info) and "image: registry.local/me:abc123" in str(info)
+
+
 def test_is_a_docker_workspace_scheduler() -> None:
     from torchx.workspace.docker_workspace import DockerWorkspaceMixin
 
@@ -392,3 +401,23 @@ def test_importing_the_scheduler_does_not_import_the_client() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
     assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize(
+    ("names", "error"),
+    [
+        (
+            ["data_reader", "DataReader"],
+            "roles `data_reader` and `DataReader` both become task names `datareader-N`",
+        ),
+        (["__"], "role name `__` has no letters or digits"),
+    ],
+)
+def test_role_names_that_cannot_be_task_names(names: list[str], error: str) -> None:
+    with pytest.raises(ValueError, match=error):
+        _dryrun(AppDef("app", [_role(name=n) for n in names]))
+
+
+def test_job_name_must_start_with_a_letter() -> None:
+    with pytest.raises(ValueError, match="start the app name `1st-run` with a letter"):
+        _dryrun(AppDef("1st-run", [_role()]))

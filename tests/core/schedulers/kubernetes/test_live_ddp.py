@@ -49,7 +49,7 @@ def test_ddp_2x1_trains_across_two_pods(client: Any, tmp_path: Path) -> None:
     with namespace(client, "tx-ddp") as ns, venv_image() as image:
         opts = f"mode=plain,namespace={ns},rank0_address=pod_ip,reserved_millicpu=950"
         run = run_torchx(
-            "run", "-s", "kubernetes", "-cfg", opts,
+            "run", "-s", "kubernetes", "--workspace", "", "-cfg", opts,
             "dist.ddp", "-j", "2x1", "--cpu", "1", "--image", image,
             "--mounts", mounts_arg("type=bind", f"src={out}", f"dst={out}"),
             "--script", str(REPO / "examples" / "train.py"),

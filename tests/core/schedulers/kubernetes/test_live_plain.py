@@ -180,7 +180,7 @@ def test_torchx_cli_runs_logs_and_lists(ns: str, client: Any, tmp_path: Path) ->
     empty = tmp_path / "empty"
     empty.mkdir()
     run = run_torchx(
-        "run", "-s", "kubernetes", "-cfg", opts, "utils.sh", "--image", IMAGE,
+        "run", "-s", "kubernetes", "--workspace", "", "-cfg", opts, "utils.sh", "--image", IMAGE,
         "sh", "-c", "echo one; echo two",
         env={"DOCKER_HOST": docker_env()["DOCKER_HOST"]}, cwd=empty,
     )  # fmt: skip

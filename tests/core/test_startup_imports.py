@@ -1,0 +1,111 @@
+"""Fast paths: what the CLI does not import or compute, and that shortcuts match the slow paths."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from torchx.schedulers._local._protocol import parse_supervisor_args
+from torchx.specs.api import Workspace
+from torchx.specs.finder import get_component, get_components
+from torchx.util.entrypoints import group_may_have_entry_points
+
+PROBE = """\
+import contextlib, io, json, runpy, sys
+sys.argv = ["torchx", *json.loads(sys.argv[1])]
+with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+    try:
+        runpy.run_module("torchx.cli.main", run_name="__main__")
+    except SystemExit:
+        pass
+print(json.dumps(sorted(sys.modules)))
+"""
+
+
+def _modules_after(*argv: str) -> set[str]:
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE, json.dumps(list(argv))],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "TORCHXCONFIG": ""},
+    )
+    return set(json.loads(out.stdout))
+
+
+@pytest.mark.parametrize("argv", [["builtins"], ["runopts", "local_cwd"]])
+def test_listing_commands_skip_heavy_modules(argv: list[str]) -> None:
+    modules = _modules_after(*argv)
+    assert {"asyncio", "docstring_parser", "unittest", "yaml"} & modules == set()
+    if not group_may_have_entry_points("torchx.components"):
+        assert "importlib.metadata" not in modules
+    if argv[0] == "runopts":
+        assert "torchx.runner.api" not in modules  # run options need no Runner
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["/a/b", "rel/dir", ".", "~", "123", "true", "null", "a b", "/p/x.y-z_1", "C:/x", "/a: /b"],
+)
+def test_workspace_shortcut_matches_yaml(text: str) -> None:
+    parsed = yaml.safe_load(text)
+    if isinstance(parsed, dict):
+        expected = {str(k): "" if v is None else str(v) for k, v in parsed.items()}
+    else:
+        expected = {parsed if isinstance(parsed, str) else text: ""}
+    assert Workspace.from_str(text).projects == expected
+
+
+def test_component_descriptions_are_parsed_on_first_read() -> None:
+    components = get_components()
+    echo = components["utils.echo"]
+    assert "_description" in echo.__dict__
+    assert echo.description.startswith("Echos a message")
+    assert echo == get_component("utils.echo")
+    assert "description='Echos a message" in repr(echo)
+
+
+def test_supervisor_arguments(tmp_path: Path) -> None:
+    args = [str(tmp_path), "--control-fd", "3", "--launcher-fd", "4"]
+    assert parse_supervisor_args(args) == (tmp_path, 3, 4)
+    assert parse_supervisor_args([str(tmp_path), "--control-fd", "5"]) == (tmp_path, 5, None)
+    for bad in ([str(tmp_path)], ["--control-fd", "x", str(tmp_path)], ["a", "b"]):
+        with pytest.raises(SystemExit, match="usage: torchx-local-supervisor"):
+            parse_supervisor_args(bad)
+
+
+def test_events_nobody_listens_to_are_not_serialized(caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    from torchx.runner.events import record
+    from torchx.runner.events.api import TorchxEvent
+
+    record(TorchxEvent("s", "k", "status"), "null")  # creates the logger with its NullHandler
+    listener = logging.getLogger("torchx-events-null")
+    saved = listener.handlers[:]
+    listener.handlers[:] = [logging.NullHandler()]  # other tests may have left listeners
+    try:
+        unserializable = TorchxEvent("s", "k", "run", app_metadata={"bad": object()})
+        record(unserializable, "null")  # only NullHandlers: skipped, no serialization error
+    finally:
+        listener.handlers[:] = saved
+    assert "failed to serialize" not in caplog.text
+    seen: list[str] = []
+
+    class Collect(logging.Handler):
+        def emit(self, r: logging.LogRecord) -> None:
+            seen.append(r.getMessage())
+
+    handler = Collect()
+    listener.addHandler(handler)
+    try:
+        record(TorchxEvent("s", "k", "status"), "null")
+    finally:
+        listener.removeHandler(handler)
+    assert len(seen) == 1 and '"api": "status"' in seen[0]
