@@ -34,6 +34,7 @@ from torchx.schedulers._kubernetes.plain_status import (
     app_state,
     failure,
     newest_pods,
+    replica_errors,
     replica_state,
     replica_views,
     role_statuses,
@@ -201,7 +202,6 @@ class PlainOps:
             self.stop(namespace, name, "peer-failed")
             views = replica_views(self._jobs(namespace, name), self._pods(namespace, name))
         msg, error = failure(views)
-        errors = {i: error for i, v in enumerate(views) if v.state == AppState.FAILED and error}
         restarts = [
             max(((v.job.status and v.job.status.failed) or 0) - _final(v.state), 0) for v in views
         ]
@@ -211,7 +211,7 @@ class PlainOps:
             num_restarts=max(restarts, default=0),
             msg=msg,
             structured_error_msg=error,
-            roles_statuses=role_statuses(views, errors),
+            roles_statuses=role_statuses(views, replica_errors(views)),
             roles=roles(views),
         )
 

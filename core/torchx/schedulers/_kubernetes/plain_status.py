@@ -28,6 +28,7 @@ __all__ = [
     "ReplicaView",
     "app_state",
     "failure",
+    "replica_errors",
     "replica_state",
     "replica_views",
     "role_statuses",
@@ -171,11 +172,25 @@ def failure(views: Sequence[ReplicaView]) -> tuple[str, str]:
             if view.state == AppState.FAILED:
                 return f"{view.role}[{view.replica_id}] failed: {_job_reason(view.job)}", NONE
         return NONE, NONE
-    finished, view, term = min(failed, key=lambda item: item[0])
-    message = (term.message or "").strip() or f"exited with code {term.exit_code}"
-    error = {"message": message, "errorCode": term.exit_code, "timestamp": int(finished)}
+    _, view, term = min(failed, key=lambda item: item[0])
     msg = f"{view.role}[{view.replica_id}] exited with code {term.exit_code} ({term.reason})"
-    return msg, json.dumps(error)
+    return msg, _error_json(term)
+
+
+def _error_json(term: Any) -> str:
+    message = (term.message or "").strip() or f"exited with code {term.exit_code}"
+    finished = term.finished_at.timestamp() if term.finished_at else 0.0
+    return json.dumps({"message": message, "errorCode": term.exit_code, "timestamp": int(finished)})
+
+
+def replica_errors(views: Sequence[ReplicaView]) -> dict[int, str]:
+    """Each failed replica's own structured error, by index into ``views``."""
+    errors = {}
+    for i, view in enumerate(views):
+        term = _terminated(view.pod)
+        if view.state == AppState.FAILED and term is not None:
+            errors[i] = _error_json(term)
+    return errors
 
 
 def _job_reason(job: Any) -> str:

@@ -12,6 +12,7 @@ from torchx.schedulers._kubernetes.plain import ANNOTATION_STOPPED
 from torchx.schedulers._kubernetes.plain_status import (
     app_state,
     failure,
+    replica_errors,
     replica_state,
     replica_views,
     role_statuses,
@@ -104,7 +105,9 @@ def test_first_failure_is_the_structured_error() -> None:
     msg, error = failure(views)
     assert msg == "worker[1] exited with code 3 (Error)"
     assert json.loads(error) == {"message": "boom", "errorCode": 3, "timestamp": 1767225601}
-    statuses = role_statuses(views, {1: error})
+    errors = replica_errors(views)
+    assert errors[1] == error and json.loads(errors[0])["errorCode"] == 137
+    statuses = role_statuses(views, errors)
     assert [(r.id, r.state, r.hostname) for r in statuses[0].replicas] == [
         (0, AppState.FAILED, "10.0.0.7"),
         (1, AppState.FAILED, "10.0.0.7"),
