@@ -138,7 +138,14 @@ def test_failed_replica_fails_app_with_its_error_and_stops_the_others(
 
 def test_cancel_stops_pods_then_delete_leaves_nothing(sched: Any, client: Any, ns: str) -> None:
     app_id = sched.submit(sh_app("sleeper", f"echo up; {SLEEP}", replicas=2), cfg(ns))
-    wait_state(sched, app_id, lambda s: s == AppState.RUNNING)
+
+    def all_running() -> bool:
+        resp = sched.describe(app_id)
+        states = [r.state for rs in resp.roles_statuses for r in rs.replicas] if resp else []
+        return states == [AppState.RUNNING] * 2
+
+    # (a pod stopped while its container is still being created waits out its grace period)
+    wait_until("both replicas to run", all_running)
     sched.cancel(app_id)
     resp = sched.describe(app_id)
     assert resp is not None and resp.state == AppState.CANCELLED
