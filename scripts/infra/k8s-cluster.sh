@@ -193,9 +193,13 @@ remove_pod_containers() {
 unmount_kubelet_dirs() {
   local m
   [ -d "$D/kubelet" ] || return 0
-  # deepest first
-  for m in $(awk -v root="$D/kubelet/" 'index($2, root) == 1 {print $2}' /proc/mounts | sort -r); do
-    umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true
+  # deepest first; the kubelet also bind-mounts its root directory onto itself (maybe repeatedly)
+  local pass
+  for pass in 1 2 3; do
+    for m in $(awk -v d="$D/kubelet" '$2 == d || index($2, d "/") == 1 {print $2}' /proc/mounts |
+      sort -r); do
+      umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true
+    done
   done
 }
 

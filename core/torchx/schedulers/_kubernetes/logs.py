@@ -37,6 +37,20 @@ def _chunks(response: Any) -> Iterator[str]:
         response.release_conn()
 
 
+def _open(read_log: Callable[..., Any], pod: str, namespace: str, kwargs: dict[str, Any]) -> Any:
+    try:
+        return read_log(pod, namespace, **kwargs)
+    except Exception as e:
+        status = getattr(e, "status", None)  # the client's ApiException
+        if status is None:
+            raise
+        reason = getattr(e, "reason", "") or ""
+        raise RuntimeError(
+            f"cannot read the log of pod {pod} in namespace {namespace}: HTTP {status} {reason}"
+            " (is the pod there? `kubectl get pods` lists them)"
+        ) from e
+
+
 def parse_timestamped(line: str) -> tuple[Optional[datetime], str]:
     """Split ``"2024-01-01T00:00:00.123456789Z text"`` into ``(time, "text")``.
 
@@ -110,7 +124,7 @@ def iter_pod_log(
     if since is not None:
         # coarse server-side cut (whole seconds, with a second of slack); exact one below
         kwargs["since_seconds"] = max(int(time.time() - _aware(since).timestamp()) + 1, 1)
-    lines: Iterable[str] = split_lines_iterator(_chunks(read_log(pod, namespace, **kwargs)))
+    lines: Iterable[str] = split_lines_iterator(_chunks(_open(read_log, pod, namespace, kwargs)))
     if timed:
         lines = within(lines, since, until)
     if regex:

@@ -11,12 +11,18 @@ autoscalers and with queueing systems that understand Jobs (Kueue). Shape:
   not-ready addresses. Each pod sets ``hostname={role}-{i}`` and ``subdomain={service}``, so
   with cluster DNS every replica is reachable as ``{role}-{i}.{service}.{namespace}.svc``.
 
+``TORCHX_JOB_ID`` (set by the runner to ``kubernetes://{session}/${app_id}``) is completed to the
+app's real handle, ``kubernetes://{session}/{namespace}:{name}``, so trackers and outputs keyed
+on it match what ``torchx run`` printed (TorchX left the namespace out).
+
 How replicas reach rank 0 (the ``rank0_address`` run option):
 
 - ``dns`` (default, for clusters with DNS): ``TORCHX_RANK0_HOST`` is rank 0's DNS name above;
 - ``pod_ip`` (for clusters without DNS, such as the repo's local test cluster): submission creates
   rank 0's Job first, waits for its pod IP, and puts that IP into the other replicas'
-  ``TORCHX_RANK0_HOST`` (the dry run shows :data:`RANK0_IP_PLACEHOLDER` there).
+  ``TORCHX_RANK0_HOST`` (the dry run shows :data:`RANK0_IP_PLACEHOLDER` there). Every pod also
+  gets ``PET_LOCAL_ADDR`` = its own pod IP (unless the role sets it), so ``torchrun`` advertises
+  an address its peers can reach rather than its FQDN, which only cluster DNS resolves.
 """
 
 from __future__ import annotations
@@ -31,13 +37,16 @@ from torchx.schedulers._kubernetes.names import (
     LABEL_ORGANIZATION,
     LABEL_UNIQUE_NAME,
     MAX_NAME_LEN,
+    PLACEHOLDER_FIELD_PATH,
 )
 from torchx.schedulers._kubernetes.opts import RANK0_ADDRESSES
 from torchx.schedulers._kubernetes.replicas import Replica, iter_replicas
+from torchx.settings import ENV_TORCHX_JOB_ID
 from torchx.specs.api import AppDef
 
 __all__ = [
     "ANNOTATION_STOPPED",
+    "ENV_PET_LOCAL_ADDR",
     "LABEL_MODE",
     "MODE_LABEL_VALUE",
     "RANK0_IP_PLACEHOLDER",
@@ -49,6 +58,9 @@ __all__ = [
     "service_name",
 ]
 
+
+ENV_PET_LOCAL_ADDR = "PET_LOCAL_ADDR"
+"""torchrun's ``--local-addr`` as an env var; ``pod_ip`` mode sets it to each pod's own IP."""
 
 RANK0_IP_PLACEHOLDER = "<rank0-pod-ip>"
 """``TORCHX_RANK0_HOST`` of non-rank-0 replicas in a ``pod_ip`` dry run (filled at submit)."""
@@ -174,10 +186,21 @@ def _rank0_host(app: AppDef, app_id: str, namespace: str, rank0_address: str) ->
     return rank0_dns_name(app_id, first.name, namespace)
 
 
-def _replicas(app: AppDef, app_id: str, rank0_host: str) -> Iterator[Replica]:
+def _replicas(
+    app: AppDef, app_id: str, namespace: str, rank0_host: str, by_ip: bool
+) -> Iterator[Replica]:
     for replica in iter_replicas(app, app_id, ENV_TORCHX_RANK0_HOST):
+        env = replica.materialized.env
+        job_id = env.get(ENV_TORCHX_JOB_ID, "")
+        if job_id.endswith(f"/{app_id}"):
+            # the handle's app id is `{namespace}:{name}`; `${app_id}` is only the name
+            env[ENV_TORCHX_JOB_ID] = f"{job_id[: -len(app_id)]}{namespace}:{app_id}"
         if replica.role_idx or replica.replica_id:
-            replica.materialized.env[ENV_TORCHX_RANK0_HOST] = rank0_host
+            env[ENV_TORCHX_RANK0_HOST] = rank0_host
+        if by_ip:
+            # torchrun advertises this address to its peers instead of its FQDN, which only
+            # cluster DNS resolves
+            env.setdefault(ENV_PET_LOCAL_ADDR, f"{PLACEHOLDER_FIELD_PATH}status.podIP")
         yield replica
 
 
@@ -210,7 +233,7 @@ def app_to_plain(
     if not app.roles:
         raise ValueError(f"app `{app.name}` has no roles; add at least one Role")
     rank0_host = _rank0_host(app, app_id, namespace, rank0_address)
-    replicas = list(_replicas(app, app_id, rank0_host))
+    replicas = list(_replicas(app, app_id, namespace, rank0_host, rank0_address == "pod_ip"))
     _check_names(app_id, replicas)
     jobs = [_job(r, pod_factory(r), app_id, namespace) for r in replicas]
     return PlainRequest(namespace, app_id, _service(app, app_id, namespace), jobs, rank0_address)

@@ -34,8 +34,11 @@ from torchx.schedulers._kubernetes.plain_status import (
     app_state,
     failure,
     newest_pods,
+    replica_errors,
+    replica_state,
     replica_views,
     role_statuses,
+    roles,
 )
 from torchx.schedulers.api import DescribeAppResponse, ListAppResponse
 from torchx.specs.api import AppState, is_terminal
@@ -199,7 +202,6 @@ class PlainOps:
             self.stop(namespace, name, "peer-failed")
             views = replica_views(self._jobs(namespace, name), self._pods(namespace, name))
         msg, error = failure(views)
-        errors = {i: error for i, v in enumerate(views) if v.state == AppState.FAILED and error}
         restarts = [
             max(((v.job.status and v.job.status.failed) or 0) - _final(v.state), 0) for v in views
         ]
@@ -209,7 +211,8 @@ class PlainOps:
             num_restarts=max(restarts, default=0),
             msg=msg,
             structured_error_msg=error,
-            roles_statuses=role_statuses(views, errors),
+            roles_statuses=role_statuses(views, replica_errors(views)),
+            roles=roles(views),
         )
 
     def list(self, namespace: str) -> list[ListAppResponse]:
@@ -245,20 +248,21 @@ class PlainOps:
             pod = newest_pods(pods.items).get(job)
             if pod is not None and pod.status is not None and pod.status.phase != "Pending":
                 return str(pod.metadata.name)
-            if pod is None and not self._exists(namespace, job):
+            found = self._read_job(namespace, job)
+            if found is None:
                 raise ValueError(self._no_replica(namespace, name, role, k))
-            if time.monotonic() >= deadline:
+            # a replica that ended (or was stopped) without starting its container has no log
+            if time.monotonic() >= deadline or is_terminal(replica_state(found, pod)):
                 return None
             self._sleep(0.25)
 
-    def _exists(self, namespace: str, job: str) -> bool:
+    def _read_job(self, namespace: str, job: str) -> Optional[Any]:
         try:
-            self._batch.read_namespaced_job(job, namespace)
+            return self._batch.read_namespaced_job(job, namespace)
         except _api_exception() as e:
             if getattr(e, "status", None) == 404:
-                return False
+                return None
             raise
-        return True
 
     def _no_replica(self, namespace: str, name: str, role: str, k: int) -> str:
         labels = [j.metadata.labels or {} for j in self._jobs(namespace, name)]

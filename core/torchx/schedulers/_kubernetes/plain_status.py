@@ -22,15 +22,17 @@ from torchx.schedulers._kubernetes.names import (
     LABEL_UNIQUE_NAME,
 )
 from torchx.schedulers._kubernetes.plain import ANNOTATION_STOPPED
-from torchx.specs.api import NONE, AppState, ReplicaStatus, RoleStatus
+from torchx.specs.api import NONE, AppState, ReplicaStatus, Role, RoleStatus
 
 __all__ = [
     "ReplicaView",
     "app_state",
     "failure",
+    "replica_errors",
     "replica_state",
     "replica_views",
     "role_statuses",
+    "roles",
 ]
 
 
@@ -170,11 +172,25 @@ def failure(views: Sequence[ReplicaView]) -> tuple[str, str]:
             if view.state == AppState.FAILED:
                 return f"{view.role}[{view.replica_id}] failed: {_job_reason(view.job)}", NONE
         return NONE, NONE
-    finished, view, term = min(failed, key=lambda item: item[0])
-    message = (term.message or "").strip() or f"exited with code {term.exit_code}"
-    error = {"message": message, "errorCode": term.exit_code, "timestamp": int(finished)}
+    _, view, term = min(failed, key=lambda item: item[0])
     msg = f"{view.role}[{view.replica_id}] exited with code {term.exit_code} ({term.reason})"
-    return msg, json.dumps(error)
+    return msg, _error_json(term)
+
+
+def _error_json(term: Any) -> str:
+    message = (term.message or "").strip() or f"exited with code {term.exit_code}"
+    finished = term.finished_at.timestamp() if term.finished_at else 0.0
+    return json.dumps({"message": message, "errorCode": term.exit_code, "timestamp": int(finished)})
+
+
+def replica_errors(views: Sequence[ReplicaView]) -> dict[int, str]:
+    """Each failed replica's own structured error, by index into ``views``."""
+    errors = {}
+    for i, view in enumerate(views):
+        term = _terminated(view.pod)
+        if view.state == AppState.FAILED and term is not None:
+            errors[i] = _error_json(term)
+    return errors
 
 
 def _job_reason(job: Any) -> str:
@@ -211,6 +227,18 @@ def role_statuses(views: Sequence[ReplicaView], errors: Mapping[int, str]) -> li
             )
         )
     return list(roles.values())
+
+
+def roles(views: Sequence[ReplicaView]) -> list[Role]:
+    """The app's roles as far as the cluster shows them: name, image and replica count."""
+    found: dict[str, Role] = {}
+    for view in views:
+        if view.role not in found:
+            containers = view.job.spec.template.spec.containers or []
+            image = containers[0].image if containers else ""
+            found[view.role] = Role(name=view.role, image=image, num_replicas=0)
+        found[view.role].num_replicas += 1
+    return list(found.values())
 
 
 def app_names(jobs: Iterable[Any]) -> dict[str, list[Any]]:

@@ -13,13 +13,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _k8s_live import IMAGE, api_client, leftovers, namespace, wait_until
+from _k8s_live import IMAGE, api_client, docker_env, leftovers, namespace, wait_until
 
 from torchx.specs.api import AppDef, AppState, Resource, Role, is_terminal
 
 pytestmark = [pytest.mark.k8s, pytest.mark.slow]
 
 SMALL = Resource(cpu=0.2, gpu=0, memMB=64)
+# a pod's PID 1 ignores SIGTERM unless it traps it: without the trap every stop waits out the
+# 30 s grace period
+SLEEP = "trap 'exit 143' TERM; sleep 600 & wait"
 
 
 @pytest.fixture(scope="module")
@@ -92,6 +95,7 @@ def test_success_logs_list_and_delete(sched: Any, client: Any, ns: str) -> None:
     (role,) = resp.roles_statuses
     assert [(r.id, r.state) for r in role.replicas] == [(0, AppState.SUCCEEDED)]
     assert role.replicas[0].hostname  # the pod IP
+    assert [(r.name, r.image, r.num_replicas) for r in resp.roles] == [("main", IMAGE, 1)]
 
     assert list(sched.log_iter(app_id, "main", 0)) == ["hello\n", "\n", "world\n"]
     assert list(sched.log_iter(app_id, "main", 0, regex="^w")) == ["world\n"]
@@ -109,7 +113,7 @@ def test_failed_replica_fails_app_with_its_error_and_stops_the_others(
 ) -> None:
     script = (
         'if [ "${replica_id}" = 1 ]; then echo "about to fail" >&2; exit 3; fi; '
-        "echo waiting; exec sleep 600"
+        f"echo waiting; {SLEEP}"
     )
     app_id = sched.submit(sh_app("failfast", script, replicas=2, role="worker"), cfg(ns))
     resp = wait_state(sched, app_id)
@@ -133,8 +137,15 @@ def test_failed_replica_fails_app_with_its_error_and_stops_the_others(
 
 
 def test_cancel_stops_pods_then_delete_leaves_nothing(sched: Any, client: Any, ns: str) -> None:
-    app_id = sched.submit(sh_app("sleeper", "echo up; exec sleep 600", replicas=2), cfg(ns))
-    wait_state(sched, app_id, lambda s: s == AppState.RUNNING)
+    app_id = sched.submit(sh_app("sleeper", f"echo up; {SLEEP}", replicas=2), cfg(ns))
+
+    def all_running() -> bool:
+        resp = sched.describe(app_id)
+        states = [r.state for rs in resp.roles_statuses for r in rs.replicas] if resp else []
+        return states == [AppState.RUNNING] * 2
+
+    # (a pod stopped while its container is still being created waits out its grace period)
+    wait_until("both replicas to run", all_running)
     sched.cancel(app_id)
     resp = sched.describe(app_id)
     assert resp is not None and resp.state == AppState.CANCELLED
@@ -171,9 +182,14 @@ def test_torchx_cli_runs_logs_and_lists(ns: str, client: Any, tmp_path: Path) ->
     from _support import run_torchx
 
     opts = f"mode=plain,namespace={ns},rank0_address=pod_ip"
+    # `torchx run` builds the cwd into the image (a workspace) for kubernetes, as TorchX does;
+    # from an empty directory the image is used as it is (the engine is still asked about it)
+    empty = tmp_path / "empty"
+    empty.mkdir()
     run = run_torchx(
         "run", "-s", "kubernetes", "--workspace", "", "-cfg", opts, "utils.sh", "--image", IMAGE,
         "sh", "-c", "echo one; echo two",
+        env={"DOCKER_HOST": docker_env()["DOCKER_HOST"]}, cwd=empty,
     )  # fmt: skip
     assert run.returncode == 0, run.stderr
     handle = run.stdout.strip().splitlines()[-1]
@@ -184,6 +200,8 @@ def test_torchx_cli_runs_logs_and_lists(ns: str, client: Any, tmp_path: Path) ->
     log = run_torchx("log", f"{handle}/sh/0")
     assert log.returncode == 0, log.stderr
     assert log.stdout.splitlines()[-2:] == ["sh/0 one", "sh/0 two"]
+    # without a role: every replica of every role the app has
+    assert run_torchx("log", handle).stdout.splitlines()[-2:] == ["sh/0 one", "sh/0 two"]
     listed = run_torchx("list", "-s", "kubernetes", "-cfg", f"namespace={ns}")
     assert handle.rsplit("/", 1)[-1] in listed.stdout
     assert run_torchx("delete", handle).returncode == 0

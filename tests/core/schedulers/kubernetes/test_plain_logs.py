@@ -88,3 +88,17 @@ def test_within_treats_naive_datetimes_as_local_time() -> None:
     line = "2026-01-02T03:04:05.000000000Z x\n"
     assert list(within([line], since=local_naive, until=None)) == ["x\n"]
     assert list(within([line], since=local_naive + timedelta(seconds=1), until=None)) == []
+
+
+def test_api_errors_become_one_clear_error() -> None:
+    class NotFound(Exception):
+        status = 404
+        reason = "Not Found"
+
+    def read(pod: str, namespace: str, **kwargs: Any) -> Any:
+        raise NotFound()
+
+    with pytest.raises(
+        RuntimeError, match="cannot read the log of pod p in namespace ns: HTTP 404"
+    ):
+        list(iter_pod_log(read, "p", "ns"))

@@ -83,12 +83,17 @@ def test_rank_and_rank0_host_per_replica_with_dns() -> None:
     assert env_of(jobs[0])["TORCHX_RANK0_HOST"] == "localhost"
     assert env_of(jobs[1])["TORCHX_RANK0_HOST"] == rank0
     assert env_of(jobs[1])["TORCHX_IMAGE"] == "img:1"
+    assert "PET_LOCAL_ADDR" not in env_of(jobs[1])  # with DNS, torchrun's FQDN resolves
 
 
 def test_pod_ip_mode_leaves_a_placeholder_filled_at_submit() -> None:
     request, (_, *jobs) = dryrun(app(replicas=2), rank0_address="pod_ip")
     assert env_of(jobs[0])["TORCHX_RANK0_HOST"] == "localhost"
     assert env_of(jobs[1])["TORCHX_RANK0_HOST"] == RANK0_IP_PLACEHOLDER
+    # torchrun advertises the pod IP to its peers (no DNS for its FQDN)
+    (container,) = jobs[1]["spec"]["template"]["spec"]["containers"]
+    (local_addr,) = [e for e in container["env"] if e["name"] == "PET_LOCAL_ADDR"]
+    assert local_addr["valueFrom"] == {"fieldRef": {"fieldPath": "status.podIP"}}
     fill_rank0_ip(request.jobs[1], "172.17.0.5")
     env = {e.name: e.value for e in request.jobs[1].spec.template.spec.containers[0].env}
     assert env["TORCHX_RANK0_HOST"] == "172.17.0.5"
@@ -109,3 +114,23 @@ def test_plain_mode_needs_no_queue_and_keeps_pod_settings() -> None:
     resources = pod["containers"][0]["resources"]
     assert resources["limits"] == {"cpu": "1000m", "memory": "2048M"}
     assert resources["requests"] == {"cpu": "900m", "memory": "1024M"}
+
+
+def test_job_id_env_is_the_apps_real_handle() -> None:
+    # the runner sets TORCHX_JOB_ID=kubernetes://torchx/${app_id}; a scheduler dry run alone does not
+    info = create_scheduler("test").submit_dryrun(
+        AppDef(
+            name="trainer",
+            roles=[
+                Role(
+                    name="trainer",
+                    image="img:1",
+                    entrypoint="sh",
+                    env={"TORCHX_JOB_ID": f"kubernetes://torchx/{macros.app_id}"},
+                )
+            ],
+        ),
+        CFG,
+    )
+    (_, job) = yaml.safe_load_all(str(info.request))
+    assert env_of(job)["TORCHX_JOB_ID"] == f"kubernetes://torchx/ml:{info.request.resource.app_id}"
