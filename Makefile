@@ -62,6 +62,7 @@ bench: $(STAMP_DEV)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(PY) bench/bench_workflow.py
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(PY) bench/bench_kfp.py
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(PY) bench/bench_kubernetes.py
+	PATH="$(CURDIR)/$(BIN):$$PATH" scripts/infra/with-infra.sh $(PY) bench/bench_kubernetes_live.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache
