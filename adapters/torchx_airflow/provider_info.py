@@ -17,8 +17,8 @@ def get_provider_info() -> dict[str, Any]:
     """Returns the provider description Airflow validates against its provider schema.
 
     Returns:
-        A plain dict: package name, operators, hooks, triggers and the ``torchx``
-        connection type.
+        A plain dict: package name, operators, hooks, triggers, the ``torchx``
+        connection type and the ``[torchx]`` configuration section.
     """
     return {
         "package-name": "torchx-flow",
@@ -52,4 +52,23 @@ def get_provider_info() -> dict[str, Any]:
                 "hook-class-name": "torchx_airflow.hooks.torchx.TorchXHook",
             }
         ],
+        "config": {
+            "torchx": {
+                "description": "TorchX operators.",
+                "options": {
+                    "defer_local_apps": {
+                        "description": (
+                            "Let deferrable TorchXOperators defer apps of host-local schedulers"
+                            " (local_cwd) to the triggerer. Only when the triggerer runs on the"
+                            " workers' host: elsewhere it could neither follow nor cancel them,"
+                            " so by default such tasks wait in the worker."
+                        ),
+                        "version_added": None,
+                        "type": "boolean",
+                        "example": "True",
+                        "default": "False",
+                    }
+                },
+            }
+        },
     }

@@ -5,10 +5,10 @@
 #                               torchx-flow/python:3.11, installed offline from wheels that
 #                               `pip wheel` downloads on the host into
 #                               $TORCHX_FLOW_CACHE/compose/wheels (outside the checkout)
-# Each image is labelled with a hash of its inputs (Dockerfile, pyproject.toml, the project's
-# sources); a call whose inputs are unchanged returns at once. A code change rebuilds only the
-# project's wheel and the image's last layer. Needs DOCKER_HOST (docker-engine.sh) and
-# torchx-flow/python:3.11 (images.sh).
+# Each image is labelled with a hash of its inputs (Dockerfile, the requirements it installs from
+# pyproject.toml, the project's sources); a call whose inputs are unchanged returns at once. A
+# code change rebuilds only the project's wheel and the image's last layer. Needs DOCKER_HOST
+# (docker-engine.sh) and torchx-flow/python:3.11 (images.sh).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/common.sh"
@@ -64,9 +64,20 @@ fetch_wheels() {
   mv "$dir.tmp" "$dir"
 }
 
+# image_requirements: what the image installs from pyproject.toml (the base dependencies and the
+# airflow and examples extras), so edits elsewhere in pyproject.toml do not refetch the wheels
+image_requirements() {
+  python3 - "$REPO/pyproject.toml" <<'EOP'
+import json, sys, tomllib
+project = tomllib.load(open(sys.argv[1], "rb"))["project"]
+extras = project.get("optional-dependencies", {})
+print(json.dumps([project.get("dependencies"), extras.get("airflow"), extras.get("examples")]))
+EOP
+}
+
 airflow_image() {
   local key deps_key ctx pip
-  deps_key=$( (cat "$REPO/pyproject.toml"; echo "$EXTRA_WHEELS") | sha)
+  deps_key=$( (image_requirements; echo "$EXTRA_WHEELS") | sha)
   key=$( (echo "$deps_key"; files_hash compose/airflow core adapters) | sha)
   [ "$(label_of torchx-flow/airflow:3.3.2)" = "$key" ] && return 0
   fetch_wheels "$deps_key"

@@ -75,6 +75,13 @@ def test_local_apps_wait_in_the_worker_unless_the_triggerer_shares_the_host(
     assert wait_in_worker_reason("local_cwd://torchx/sh-1") == ""
 
 
+def test_provider_declares_the_defer_local_apps_option() -> None:
+    from torchx_airflow.provider_info import get_provider_info
+
+    option = get_provider_info()["config"]["torchx"]["options"]["defer_local_apps"]
+    assert option["type"] == "boolean" and option["default"] == "False"
+
+
 def test_trigger_elsewhere_hands_the_app_back_untouched_and_does_not_cancel() -> None:
     from torchx.runner import get_runner
     from torchx_airflow.triggers.torchx import TorchXJobTrigger
