@@ -144,6 +144,7 @@ def app_to_resource(
     *,
     image_pull_secrets: Sequence[str] = (),
     tolerations: Sequence[str] = (),
+    namespace: Optional[str] = None,
 ) -> dict[str, Any]:
     """Build the Volcano Job for ``app`` (TorchX's signature, plus keyword-only extras).
 
@@ -157,6 +158,8 @@ def app_to_resource(
         efa_device_count: None keeps ``resource.devices``; 0 removes EFA; N sets it.
         image_pull_secrets: Secret names for pulling images.
         tolerations: ``key[=value][:Effect]`` strings.
+        namespace: the Job's namespace; when given, each pod's ``TORCHX_JOB_ID`` is the
+            app's handle (``.../{namespace}:{name}``) rather than TorchX's ``.../{name}``.
 
     Returns:
         The Job dict; task templates are ``V1Pod`` objects.
@@ -173,6 +176,7 @@ def app_to_resource(
         efa_device_count=efa_device_count,
         image_pull_secrets=tuple(image_pull_secrets),
         tolerations=tuple(parse_toleration(t) for t in tolerations),
+        namespace=namespace,
     )
     app_id = normalize_str(make_unique(app.name))
     return app_to_volcano_job(
@@ -263,6 +267,7 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVal]])
             opts.efa_device_count,
             image_pull_secrets=opts.image_pull_secrets,
             tolerations=opts.tolerations,
+            namespace=opts.namespace,
         )
         _check_pod_names(resource)
         if opts.validate_spec:

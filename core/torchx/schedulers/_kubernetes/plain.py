@@ -40,8 +40,7 @@ from torchx.schedulers._kubernetes.names import (
     PLACEHOLDER_FIELD_PATH,
 )
 from torchx.schedulers._kubernetes.opts import RANK0_ADDRESSES
-from torchx.schedulers._kubernetes.replicas import Replica, iter_replicas
-from torchx.settings import ENV_TORCHX_JOB_ID
+from torchx.schedulers._kubernetes.replicas import Replica, iter_replicas, qualify_job_id
 from torchx.specs.api import AppDef
 
 __all__ = [
@@ -191,10 +190,7 @@ def _replicas(
 ) -> Iterator[Replica]:
     for replica in iter_replicas(app, app_id, ENV_TORCHX_RANK0_HOST):
         env = replica.materialized.env
-        job_id = env.get(ENV_TORCHX_JOB_ID, "")
-        if job_id.endswith(f"/{app_id}"):
-            # the handle's app id is `{namespace}:{name}`; `${app_id}` is only the name
-            env[ENV_TORCHX_JOB_ID] = f"{job_id[: -len(app_id)]}{namespace}:{app_id}"
+        qualify_job_id(env, app_id, namespace)
         if replica.role_idx or replica.replica_id:
             env[ENV_TORCHX_RANK0_HOST] = rank0_host
         if by_ip:

@@ -8,9 +8,10 @@ from string import Template
 from typing import Any
 
 from torchx.schedulers._kubernetes.names import ENV_TORCHX_IMAGE, ENV_TORCHX_RANK0_HOST, task_name
+from torchx.settings import ENV_TORCHX_JOB_ID
 from torchx.specs.api import AppDef, Role, macros
 
-__all__ = ["Replica", "iter_replicas"]
+__all__ = ["Replica", "iter_replicas", "qualify_job_id"]
 
 
 def _substitute(mapping: Mapping[str, str], value: Any) -> Any:
@@ -94,3 +95,15 @@ def iter_replicas(
             yield Replica(
                 role_idx, role, replica_id, task_name(role.name, replica_id), materialized
             )
+
+
+def qualify_job_id(env: dict[str, str], app_id: str, namespace: str) -> None:
+    """Completes ``TORCHX_JOB_ID`` in ``env`` to the app's handle (``.../{namespace}:{app_id}``).
+
+    The runner sets it to ``{scheduler}://{session}/${app_id}``, but a kubernetes app id is
+    ``{namespace}:{name}`` while ``${app_id}`` is only the name; a value that does not end in
+    ``/{app_id}`` is left alone.
+    """
+    job_id = env.get(ENV_TORCHX_JOB_ID, "")
+    if job_id.endswith(f"/{app_id}"):
+        env[ENV_TORCHX_JOB_ID] = f"{job_id[: -len(app_id)]}{namespace}:{app_id}"

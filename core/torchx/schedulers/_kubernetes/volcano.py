@@ -9,7 +9,7 @@ from types import MappingProxyType
 from typing import Any, Optional
 
 from torchx.schedulers._kubernetes.names import RESERVED_MEMMB, RESERVED_MILLICPU, rank0_env_name
-from torchx.schedulers._kubernetes.replicas import Replica, iter_replicas
+from torchx.schedulers._kubernetes.replicas import Replica, iter_replicas, qualify_job_id
 from torchx.specs.api import AppDef, RetryPolicy, Role
 from torchx.util.strings import normalize_str
 
@@ -57,6 +57,8 @@ class VolcanoSettings:
     efa_device_count: Optional[int] = None
     image_pull_secrets: Sequence[str] = ()
     tolerations: Sequence[Any] = field(default_factory=tuple)
+    namespace: Optional[str] = None
+    """When set, pods get the handle as ``TORCHX_JOB_ID`` (``.../{namespace}:{name}``)."""
 
 
 def retry_policies(role: Role) -> list[dict[str, str]]:
@@ -153,6 +155,8 @@ def app_to_volcano_job(
             _warn_retries(role)
     tasks = []
     for replica in iter_replicas(app, app_id, rank0_env_name(app.roles[0].name)):
+        if settings.namespace:
+            qualify_job_id(replica.materialized.env, app_id, settings.namespace)
         tasks.append(_task(replica, pod_factory(replica)))
     spec: dict[str, Any] = {
         "schedulerName": "volcano",

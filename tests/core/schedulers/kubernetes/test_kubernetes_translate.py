@@ -96,6 +96,23 @@ def test_rank0_env_and_torchx_env() -> None:
     assert rank0_env_name("trainer") == "VC_TRAINER_0_HOSTS"
 
 
+def test_job_id_env_is_the_apps_handle_with_its_namespace() -> None:
+    # the runner sets TORCHX_JOB_ID=kubernetes://torchx/${app_id}; the handle's app id is
+    # `{namespace}:{name}` (TorchX left the namespace out, so the value named no app)
+    role = _role(env={"TORCHX_JOB_ID": f"kubernetes://torchx/{macros.app_id}"}, num_replicas=2)
+    job = _dryrun(AppDef("app", [role]), namespace="ml")
+    name = job["metadata"]["name"]
+    for container in _containers(job):
+        assert {"name": "TORCHX_JOB_ID", "value": f"kubernetes://torchx/ml:{name}"} in container[
+            "env"
+        ]
+    # TorchX's signature alone (no namespace) keeps TorchX's value
+    plain = ks.app_to_resource(AppDef("app", [role]), "q", None)
+    env = plain["spec"]["tasks"][0]["template"].spec.containers[0].env
+    value = next(e.value for e in env if e.name == "TORCHX_JOB_ID")
+    assert value == f"kubernetes://torchx/{plain['metadata']['name']}"
+
+
 def test_field_path_keeps_the_whole_path() -> None:
     role = _role(env={"IP": "[FIELD_PATH]status.podIP", "HOST": "[FIELD_PATH]spec.nodeName"})
     env = _containers(_dryrun(AppDef("app", [role])))[0]["env"]
