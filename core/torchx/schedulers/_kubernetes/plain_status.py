@@ -92,10 +92,17 @@ def _created(obj: Any) -> float:
     return stamp.timestamp() if stamp is not None else 0.0
 
 
+def _age_key(pod: Any) -> tuple[float, int]:
+    # creation timestamps have one-second resolution: a retry's pod is often created in the
+    # same second as the failed pod it replaces, so a tie goes to the pod that has not failed
+    phase = pod.status.phase if pod.status is not None else None
+    return _created(pod), 0 if phase == "Failed" else 1
+
+
 def newest_pods(pods: Iterable[Any]) -> dict[str, Any]:
     """``{job name: its newest pod}`` (pods carry the ``job-name`` label)."""
     out: dict[str, Any] = {}
-    for pod in sorted(pods, key=_created):
+    for pod in sorted(pods, key=_age_key):
         job = (pod.metadata.labels or {}).get("job-name")
         if job:
             out[job] = pod

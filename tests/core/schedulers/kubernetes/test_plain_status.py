@@ -119,3 +119,20 @@ def test_first_failure_is_the_structured_error() -> None:
 def test_no_failure() -> None:
     views = replica_views([job("a-0", conditions=("Complete",))], [])
     assert failure(views) == (NONE, NONE)
+
+
+def _pod(name: str, created: datetime, phase: str) -> Any:
+    meta = k8s.V1ObjectMeta(name=name, labels={"job-name": "j"}, creation_timestamp=created)
+    return k8s.V1Pod(metadata=meta, status=k8s.V1PodStatus(phase=phase))
+
+
+@pytest.mark.parametrize("order", [(0, 1), (1, 0)])
+def test_newest_pod_of_a_retry_created_in_the_same_second(order: tuple[int, int]) -> None:
+    from torchx.schedulers._kubernetes.plain_status import newest_pods
+
+    second = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
+    pods = [_pod("j-old", second, "Failed"), _pod("j-new", second, "Running")]
+    picked = newest_pods([pods[i] for i in order])["j"]
+    assert picked.metadata.name == "j-new"
+    later = _pod("j-later", datetime(2026, 1, 1, 12, 0, 1, tzinfo=UTC), "Failed")
+    assert newest_pods([*pods, later])["j"].metadata.name == "j-later"
