@@ -180,6 +180,34 @@ class LogTee:
                 self._on_error(role, k, e)
 
 
+def _file_tee(
+    dst: TextIO,
+    runner: Runner,
+    app_handle: AppHandle,
+    replicas: Sequence[tuple[str, int]],
+    regex: Optional[str],
+    streams: Optional[Stream],
+    colorize: bool,
+) -> LogTee:
+    """A :class:`LogTee` writing ``role/replica``-prefixed lines to ``dst``, flushed per line."""
+    prefix = f"{_GREEN}{{role}}/{{replica}}{_ENDC} " if colorize else "{role}/{replica} "
+
+    def write(text: str) -> None:
+        dst.write(text)
+        dst.flush()
+
+    return LogTee(
+        runner,
+        app_handle,
+        write,
+        replicas=replicas,
+        prefix=prefix,
+        regex=regex,
+        streams=streams,
+        keep_newlines=True,
+    )
+
+
 def _print_log_lines(
     dst: TextIO,
     runner: Runner,
@@ -196,22 +224,7 @@ def _print_log_lines(
 
     A failure to read the logs is appended to ``exceptions`` instead of being raised.
     """
-    prefix = f"{_GREEN}{{role}}/{{replica}}{_ENDC} " if colorize else "{role}/{replica} "
-
-    def write(text: str) -> None:
-        dst.write(text)
-        dst.flush()
-
-    tee = LogTee(
-        runner,
-        app_handle,
-        write,
-        replicas=[(role_name, replica_id)],
-        prefix=prefix,
-        regex=regex,
-        streams=streams,
-        keep_newlines=True,
-    )
+    tee = _file_tee(dst, runner, app_handle, [(role_name, replica_id)], regex, streams, colorize)
     tee._copy_one(role_name, replica_id, should_tail, None)
     exceptions.extend(tee.errors)
 
@@ -241,22 +254,8 @@ def _start_threads_to_monitor_role_replicas(
     Returns:
         The started threads, and the list their exceptions are appended to.
     """
-    prefix = f"{_GREEN}{{role}}/{{replica}}{_ENDC} " if colorize else "{role}/{replica} "
-
-    def write(text: str) -> None:
-        dst.write(text)
-        dst.flush()
-
-    tee = LogTee(
-        runner,
-        app_handle,
-        write,
-        replicas=replica_ids,
-        prefix=prefix,
-        regex=regex,
-        streams=streams,
-        keep_newlines=True,
-    ).start(should_tail)
+    tee = _file_tee(dst, runner, app_handle, replica_ids, regex, streams, colorize)
+    tee.start(should_tail)
     return tee.threads, tee.errors
 
 
