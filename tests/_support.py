@@ -7,6 +7,9 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def write_dist(root: Path, name: str, groups: dict[str, dict[str, str]]) -> Path:
@@ -80,3 +83,55 @@ def pid_alive(pid: int) -> bool:
     except FileNotFoundError:
         return False
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def run_training_dag(
+    home: Path,
+    template: Path,
+    conf: dict[str, object],
+    extra_env: dict[str, str] | None = None,
+    timeout: float = 280,
+) -> tuple[dict[str, Any], str]:
+    """Runs ``dags/torchx_training.py`` under ``dag.test()`` on a throwaway SQLite home.
+
+    Args:
+        home: the Airflow home to create.
+        template: a cached, migrated home that ``prepare_home`` copies (faster than a migration).
+        conf: the DAG run's conf.
+        extra_env: more environment (connections, for example).
+        timeout: seconds before the run is killed.
+
+    Returns:
+        The summary JSON the run prints last, and its stdout + stderr.
+    """
+    import json
+
+    from torchx_airflow._local_airflow import prepare_home
+
+    env = {
+        **os.environ,
+        **prepare_home(home, template=template),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "dags"),
+        "PATH": f"{os.path.dirname(sys.executable)}:{os.environ.get('PATH', '')}",
+        **(extra_env or {}),
+    }
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "torchx_airflow._local_airflow",
+            "test",
+            str(REPO / "dags" / "torchx_training.py"),
+            "torchx_training",
+            "--conf",
+            json.dumps(conf),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=timeout,
+    )
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 0, output[-4000:]
+    summary: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return summary, output

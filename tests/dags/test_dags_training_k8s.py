@@ -12,17 +12,13 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from _k8s_live import api_client, mounts_arg, namespace, venv_image
-
-REPO = Path(__file__).resolve().parents[2]
+from _support import run_training_dag
 
 pytestmark = [
     pytest.mark.skipif(
@@ -65,45 +61,20 @@ mounts = {mounts}
 def test_training_dag_runs_its_steps_as_pods(
     tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, client: Any
 ) -> None:
-    from torchx_airflow._local_airflow import prepare_home
-
     workdir = tmp_path / "work"
     workdir.mkdir()
     with namespace(client, "tx-dag") as ns, venv_image() as image:
-        env = prepare_home(
-            tmp_path / "airflow", template=tmp_path_factory.getbasetemp() / "airflow-template"
-        )
         connection = {
             "conn_type": "torchx",
             "extra": {"torchxconfig": torchxconfig(ns, image, workdir)},
         }
-        env = {
-            **os.environ,
-            **env,
-            "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "dags"),
-            "AIRFLOW_CONN_TORCHX_DEFAULT": json.dumps(connection),
-            "PATH": f"{os.path.dirname(sys.executable)}:{os.environ.get('PATH', '')}",
-        }
-        conf = {"scheduler": "kubernetes", "workdir": str(workdir), "steps": 20}
-        proc = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "torchx_airflow._local_airflow",
-                "test",
-                str(REPO / "dags" / "torchx_training.py"),
-                "torchx_training",
-                "--conf",
-                json.dumps(conf),
-            ],
-            capture_output=True,
-            text=True,
-            env=env,
+        summary, output = run_training_dag(
+            tmp_path / "airflow",
+            tmp_path_factory.getbasetemp() / "airflow-template",
+            {"scheduler": "kubernetes", "workdir": str(workdir), "steps": 20},
+            extra_env={"AIRFLOW_CONN_TORCHX_DEFAULT": json.dumps(connection)},
             timeout=600,
         )
-        output = proc.stdout + proc.stderr
-        assert proc.returncode == 0, output[-4000:]
-        summary = json.loads(proc.stdout.strip().splitlines()[-1])
         assert summary["state"] == "success", output[-4000:]
         train = summary["tasks"]["train"]["xcom"]["return_value"]
         assert train["state"] == "SUCCEEDED"
