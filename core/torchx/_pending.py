@@ -20,10 +20,7 @@ if TYPE_CHECKING:
 __all__ = ["PENDING", "install", "is_pending"]
 
 PENDING: dict[str, str] = {
-    "torchx.schedulers.docker_scheduler": "the local_docker scheduler",
-    "torchx.schedulers.kubernetes_scheduler": "the kubernetes scheduler",
     "torchx.schedulers.slurm_scheduler": "the slurm scheduler",
-    "torchx.workspace.docker_workspace": "the docker workspace (used by local_docker)",
 }
 """Module path -> what it provides in TorchX."""
 
