@@ -73,8 +73,8 @@ def test_component_descriptions_are_parsed_on_first_read() -> None:
 
 def test_supervisor_arguments(tmp_path: Path) -> None:
     args = [str(tmp_path), "--control-fd", "3", "--launcher-fd", "4"]
-    assert parse_supervisor_args(args) == (tmp_path, 3, 4)
-    assert parse_supervisor_args([str(tmp_path), "--control-fd", "5"]) == (tmp_path, 5, None)
+    assert parse_supervisor_args(args) == (str(tmp_path), 3, 4)
+    assert parse_supervisor_args([str(tmp_path), "--control-fd", "5"]) == (str(tmp_path), 5, None)
     for bad in ([str(tmp_path)], ["--control-fd", "x", str(tmp_path)], ["a", "b"]):
         with pytest.raises(SystemExit, match="usage: torchx-local-supervisor"):
             parse_supervisor_args(bad)

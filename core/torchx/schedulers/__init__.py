@@ -13,13 +13,13 @@ TorchX, where any scheduler plugin hid every builtin.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Mapping
 from types import MappingProxyType
 
-# Every local_cwd supervisor imports this package (``python -m torchx.schedulers._local...``):
-# keep it to the standard library's cheapest modules (no typing, dataclasses, importlib.util).
+# Every local_cwd supervisor imports this package (``torchx.schedulers._local.supervisor``):
+# keep it to the standard library's cheapest modules (no typing, collections, importlib.util).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from typing import Any, Optional
 
     from torchx.schedulers._factory import SchedulerFactory

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 
 __all__ = ["children"]
@@ -23,10 +22,13 @@ def children(pid: int) -> list[int]:
 def _children_by_scan(pid: int) -> list[int]:
     kids = []
     for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            with contextlib.suppress(OSError, ValueError, IndexError):
-                with open(f"/proc/{entry}/stat") as f:
-                    stat = f.read()
-                if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-                    kids.append(int(entry))
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                kids.append(int(entry))
+        except (OSError, ValueError, IndexError):
+            pass
     return kids

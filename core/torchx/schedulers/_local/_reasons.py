@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import signal
 import sys
 
 TYPE_CHECKING = False  # stdlib-only and fast to start: typing is imported for checkers only
@@ -28,6 +27,8 @@ def start_error(spec: dict[str, Any], error: BaseException) -> str:
 
 
 def _signal_name(code: int) -> str:
+    import signal  # enum-based: imported only when a replica was killed
+
     try:
         return signal.Signals(-code).name
     except ValueError:

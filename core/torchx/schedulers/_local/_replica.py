@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
-import selectors
-import signal
-import subprocess
 import sys
 import time
-from collections.abc import Callable
 
 from torchx.schedulers._local._reasons import start_error
+from torchx.schedulers._local._spawn import Poller, spawn
 
 TYPE_CHECKING = False  # stdlib-only and fast to start: typing is imported for checkers only
 if TYPE_CHECKING:
+    import signal as _signal
     from typing import Any
+else:  # the C module: the signal module's enums cost a few ms to import
+    import _signal
 
 __all__ = ["Replica"]
 
@@ -30,12 +29,9 @@ class Replica:
         role: the role name.
         idx: the replica index within the role.
         spec: ``{"args", "env", "cwd", "stdout", "stderr", "combined"}`` from ``request.json``.
-        preexec: run in the child before exec (the supervisor sets the parent-death signal).
     """
 
-    def __init__(
-        self, role: str, idx: int, spec: dict[str, Any], preexec: Callable[[], None] | None
-    ) -> None:
+    def __init__(self, role: str, idx: int, spec: dict[str, Any]) -> None:
         self.role = role
         self.idx = idx
         self.spec = spec
@@ -47,52 +43,48 @@ class Replica:
         self.stopping = False
         self.restart_pending = False
         self.kill_at: float | None = None
-        self.proc: subprocess.Popen[bytes] | None = None
-        self._preexec = preexec
+        self.started = False  # whether a process was ever started
+        self.last_pid: int | None = None
+        self._poller: Poller | None = None
         self._logs: dict[str, int] = {}
         self._pipes: dict[int, str] = {}
         self._partial: dict[str, bytes] = {}
 
     # -- process lifecycle -------------------------------------------------------------------
 
-    def spawn(self, sel: selectors.BaseSelector) -> OSError | None:
+    def spawn(self, poller: Poller) -> OSError | None:
         """Start the replica's process in its own session; return the error if exec failed."""
-        self._sel = sel
+        self._poller = poller
         self._open_logs()
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         try:
-            self.proc = subprocess.Popen(
+            pid = spawn(
                 resolve_command(self.spec["args"], self.spec["env"]),
-                env=self.spec["env"],
-                cwd=self.spec.get("cwd") or None,
-                stdin=subprocess.DEVNULL,
-                stdout=out_w,
-                stderr=err_w,
-                start_new_session=True,
-                preexec_fn=self._preexec,
+                self.spec["env"],
+                self.spec.get("cwd") or None,
+                out_w,
+                err_w,
             )
-        except (OSError, subprocess.SubprocessError) as e:
-            for fd in (out_r, out_w, err_r, err_w):
-                os.close(fd)
+        except OSError as e:
+            os.close(out_r)
+            os.close(err_r)
             self._write("stderr", f"torchx: {start_error(self.spec, e)}\n".encode())
-            return e if isinstance(e, OSError) else OSError(str(e))
+            return e
         finally:
-            with contextlib.suppress(OSError):
-                os.close(out_w)
-                os.close(err_w)
-        self.pid = self.pgid = self.proc.pid
+            os.close(out_w)
+            os.close(err_w)
+        self.pid = self.pgid = self.last_pid = pid
+        self.started = True
         self.state, self.exit_code, self.stopping, self.kill_at = "RUNNING", None, False, None
         for fd, stream in ((out_r, "stdout"), (err_r, "stderr")):
             os.set_blocking(fd, False)
             self._pipes[fd] = stream
-            sel.register(fd, selectors.EVENT_READ, (self._read, fd))
+            poller.register(fd, self._read, fd)
         return None
 
     def reaped(self, code: int) -> None:
         """Record that the leader process exited with ``code`` (negative: killed by a signal)."""
-        if self.proc is not None:
-            self.proc.returncode = code
         self.pid = None
         self.exit_code = code
         self.drain()
@@ -115,20 +107,22 @@ class Replica:
     def signal_group(self, sig: int) -> None:
         """Send ``sig`` to the whole process group (no-op once the group is gone)."""
         if self.pgid is not None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
+            try:
                 os.killpg(self.pgid, sig)
+            except (ProcessLookupError, PermissionError):
+                pass
 
     def terminate(self, grace: float) -> None:
         """SIGTERM the process group now and schedule a SIGKILL after ``grace`` seconds."""
         if self.busy():
             self.stopping = self.pid is not None or self.stopping
-            self.signal_group(signal.SIGTERM)
+            self.signal_group(_signal.SIGTERM)
             self.kill_at = time.monotonic() + grace
 
     def kill_if_due(self, now: float) -> None:
         """SIGKILL the group if its grace period has run out."""
         if self.kill_at is not None and now >= self.kill_at:
-            self.signal_group(signal.SIGKILL)
+            self.signal_group(_signal.SIGKILL)
             self.kill_at = now + 0.5 if self.group_alive() else None
 
     # -- output ------------------------------------------------------------------------------
@@ -171,8 +165,8 @@ class Replica:
 
     def _close_pipe(self, fd: int) -> None:
         stream = self._pipes.pop(fd)
-        with contextlib.suppress(KeyError, ValueError):
-            self._sel.unregister(fd)
+        if self._poller is not None:
+            self._poller.unregister(fd)
         os.close(fd)
         self._flush_partial(stream)
 

@@ -10,39 +10,40 @@ once nothing the app started is left running. Stdlib only, so it starts fast.
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
+import _socket
 import os
 import resource
-import selectors
-import signal
-import socket
-import struct
 import sys
 import time
-from pathlib import Path
 
 from torchx.schedulers._local._procs import children as _children
-from torchx.schedulers._local._protocol import (
+from torchx.schedulers._local._reasons import exit_reason, start_error, stopped_reason
+from torchx.schedulers._local._replica import Replica
+from torchx.schedulers._local._spawn import Poller
+from torchx.schedulers._local._wire import (
     REQUEST_FILE,
     STATE_FILE,
     parse_supervisor_args,
-    read_json,
-    restore_launcher_env,
+    read_request,
     spawn_env,
     write_json_atomic,
 )
-from torchx.schedulers._local._reasons import exit_reason, start_error, stopped_reason
-from torchx.schedulers._local._replica import Replica
 
 TYPE_CHECKING = False  # stdlib-only and fast to start: typing is imported for checkers only
 if TYPE_CHECKING:
+    import signal as _signal
     from typing import Any
+else:  # the C module: the signal module's enums cost a few ms to import
+    import _signal
 
 __all__ = ["Supervisor", "main"]
 
 _PR_SET_CHILD_SUBREAPER = 36
-_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+_STOP_SIGNALS: dict[int, str] = {
+    _signal.SIGTERM: "SIGTERM",
+    _signal.SIGINT: "SIGINT",
+    _signal.SIGHUP: "SIGHUP",
+}
 _TICK = 0.05
 _DIR_CHECK = 1.0  # seconds between checks that the app's state dir still exists
 
@@ -56,21 +57,19 @@ class Supervisor:
         launcher_fd: read end of the attached launcher's pipe, or None when detached.
     """
 
-    def __init__(self, app_dir: Path, control: socket.socket, launcher_fd: int | None) -> None:
-        request = read_json(app_dir / REQUEST_FILE)
+    def __init__(self, app_dir: str, control: _socket.socket, launcher_fd: int | None) -> None:
+        request = read_request(app_dir)
         if request is None:
-            raise SystemExit(f"torchx supervisor: cannot read {app_dir / REQUEST_FILE}")
+            raise SystemExit(f"torchx supervisor: cannot read the request in {app_dir}")
         self.app_dir = app_dir
         self.request = request
         self.grace = float(request.get("grace_period", 10.0))
         self.roles: list[dict[str, Any]] = request["roles"]
         self.role_restarts = {role["name"]: 0 for role in self.roles}
         self.app_restarts = 0
-        libc = ctypes.CDLL(None, use_errno=True)
-        self._libc = libc
-        inherited = restore_launcher_env(os.environ)
+        inherited = dict(os.environ)
         self.replicas = [
-            Replica(role["name"], i, {**spec, "env": spawn_env(spec["env"], inherited)}, None)
+            Replica(role["name"], i, {**spec, "env": spawn_env(spec["env"], inherited)})
             for role in self.roles
             for i, spec in enumerate(role["replicas"])
         ]
@@ -78,36 +77,37 @@ class Supervisor:
         self.phase = "running"
         self.final_state = ""
         self.started_at = time.time()
-        self.sel = selectors.DefaultSelector()
+        self.poller = Poller()
         self.control = control
         self.launcher_fd = launcher_fd
         self.reasons: dict[tuple[str, int], tuple[str, float]] = {}  # why a replica ended
-        self.clients: dict[socket.socket, bytes] = {}
-        self.waiters: dict[socket.socket, str] = {}
+        self.clients: dict[int, tuple[_socket.socket, bytes]] = {}
+        self.waiters: dict[int, str] = {}
         self._pid = os.getpid()
         self._dir_checked = time.monotonic()
 
     # -- setup -------------------------------------------------------------------------------
 
     def _setup(self) -> None:
-        self._libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-        with contextlib.suppress(ValueError, OSError):
+        _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        try:
             resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-        del soft
+        except (ValueError, OSError):
+            pass
         rfd, wfd = os.pipe()
         os.set_blocking(rfd, False)
         os.set_blocking(wfd, False)
-        signal.set_wakeup_fd(wfd, warn_on_full_buffer=False)
-        for sig in (signal.SIGCHLD, *_STOP_SIGNALS):
-            signal.signal(sig, _ignore)
-        self.sel.register(rfd, selectors.EVENT_READ, (self._on_signals, rfd))
+        _signal.set_wakeup_fd(wfd, warn_on_full_buffer=False)
+        for sig in (_signal.SIGCHLD, *_STOP_SIGNALS):
+            _signal.signal(sig, _ignore)
+        self.poller.register(rfd, self._on_signals, rfd)
         self.control.setblocking(False)
-        self.sel.register(self.control, selectors.EVENT_READ, (self._on_accept, self.control))
+        os.set_inheritable(self.control.fileno(), False)
+        self.poller.register(self.control.fileno(), self._on_accept, self.control)
         if self.launcher_fd is not None:
             os.set_blocking(self.launcher_fd, False)
-            fd = self.launcher_fd
-            self.sel.register(fd, selectors.EVENT_READ, (self._on_launcher, fd))
+            os.set_inheritable(self.launcher_fd, False)
+            self.poller.register(self.launcher_fd, self._on_launcher, self.launcher_fd)
 
     # -- main loop ---------------------------------------------------------------------------
 
@@ -117,14 +117,13 @@ class Supervisor:
         for replica in self.replicas:
             if self.phase == "running":
                 self._spawn(replica)
+        _become_subreaper()
         if self.phase == "running":
             self.state = "RUNNING"
         self._write_state()
         while self.phase != "done":
             busy = self.phase == "stopping" or any(r.restart_pending for r in self.replicas)
-            for key, _ in self.sel.select(_TICK if busy else _DIR_CHECK):
-                callback, arg = key.data
-                callback(arg)
+            self.poller.poll(_TICK if busy else _DIR_CHECK)
             self._reap()
             self._check_app_dir()
             self._advance()
@@ -132,7 +131,7 @@ class Supervisor:
         return 0
 
     def _spawn(self, replica: Replica) -> None:
-        error = replica.spawn(self.sel)
+        error = replica.spawn(self.poller)
         if error is not None:
             replica.state, replica.exit_code = "FAILED", 127
             reason = start_error(replica.spec, error)
@@ -216,7 +215,7 @@ class Supervisor:
         if self.phase != "running" or now < self._dir_checked + _DIR_CHECK:
             return
         self._dir_checked = now
-        if not (self.app_dir / REQUEST_FILE).exists():
+        if not os.path.exists(os.path.join(self.app_dir, REQUEST_FILE)):
             self._begin_stop("CANCELLED", f"the app's state dir {self.app_dir} was deleted")
 
     def _begin_stop(self, final_state: str, msg: str) -> None:
@@ -235,13 +234,12 @@ class Supervisor:
             replica.close()
             if replica.state in ("PENDING", "RUNNING"):
                 replica.state = "CANCELLED"
-                started = replica.proc is not None
-                self._record(replica, stopped_reason(None, self.msg, started))
+                self._record(replica, stopped_reason(None, self.msg, replica.started))
         self.state = self.final_state
         self._write_state(final=True)
         self._write_summary()
-        for client in list(self.clients):
-            self._drop(client)
+        for fd in list(self.clients):
+            self._drop(fd)
         self.control.close()
 
     def _kill_escaped(self) -> None:
@@ -253,37 +251,47 @@ class Supervisor:
             if not children:
                 return
             for pid in children:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.kill(pid, signal.SIGKILL)
+                try:
+                    os.kill(pid, _signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
             time.sleep(0.005)
 
     # -- events ------------------------------------------------------------------------------
 
     def _on_signals(self, fd: int) -> None:
-        with contextlib.suppress(BlockingIOError):
+        try:
             for signum in os.read(fd, 512):
                 if signum in _STOP_SIGNALS:
-                    name = signal.Signals(signum).name
+                    name = _STOP_SIGNALS[signum]
                     self._begin_stop("CANCELLED", f"cancelled (supervisor got {name})")
+        except BlockingIOError:
+            pass
 
     def _on_launcher(self, fd: int) -> None:
-        with contextlib.suppress(BlockingIOError):
+        try:
             if os.read(fd, 512):
                 return
-        self.sel.unregister(fd)
+        except BlockingIOError:
+            return
+        self.poller.unregister(fd)
         os.close(fd)
         pid = self.request.get("launcher_pid")
         self._begin_stop("CANCELLED", f"launcher process {pid} exited; attached app stopped")
 
-    def _on_accept(self, sock: socket.socket) -> None:
-        with contextlib.suppress(BlockingIOError, InterruptedError):
-            while True:
-                client, _ = sock.accept()
-                client.setblocking(False)
-                self.clients[client] = b""
-                self.sel.register(client, selectors.EVENT_READ, (self._on_client, client))
+    def _on_accept(self, sock: _socket.socket) -> None:
+        while True:
+            try:
+                fd, _ = sock._accept()  # type: ignore[attr-defined]
+            except (BlockingIOError, InterruptedError):
+                return
+            client = _socket.socket(fileno=fd)
+            client.setblocking(False)
+            self.clients[fd] = (client, b"")
+            self.poller.register(fd, self._on_client, fd)
 
-    def _on_client(self, client: socket.socket) -> None:
+    def _on_client(self, fd: int) -> None:
+        client, buffer = self.clients[fd]
         try:
             data = client.recv(4096)
         except BlockingIOError:
@@ -291,31 +299,32 @@ class Supervisor:
         except OSError:
             data = b""
         if not data:
-            self._drop(client)
+            self._drop(fd)
             return
-        buffer = self.clients[client] + data
-        while client in self.clients and b"\n" in buffer:
+        buffer += data
+        while fd in self.clients and b"\n" in buffer:
             line, buffer = buffer.split(b"\n", 1)
-            self.clients[client] = buffer
-            self._command(client, line.decode(errors="replace").split())
+            self.clients[fd] = (client, buffer)
+            self._command(fd, line.decode(errors="replace").split())
 
-    def _command(self, client: socket.socket, words: list[str]) -> None:
+    def _command(self, fd: int, words: list[str]) -> None:
         if words[:1] == ["wait"] and len(words) == 2 and words[1] == self.state:
-            self.waiters[client] = self.state
+            self.waiters[fd] = self.state
             return
         if words == ["cancel"]:
-            pid, uid, _ = struct.unpack(
-                "3i", client.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
-            )
+            client = self.clients[fd][0]
+            cred = client.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, 12)
+            pid, uid = (int.from_bytes(cred[k : k + 4], sys.byteorder) for k in (0, 4))
             if uid in (0, os.getuid()):
                 self._begin_stop("CANCELLED", f"cancelled by process {pid}")
-        self._drop(client)
+        self._drop(fd)
 
-    def _drop(self, client: socket.socket) -> None:
-        self.waiters.pop(client, None)
-        if self.clients.pop(client, None) is not None:
-            self.sel.unregister(client)
-        client.close()
+    def _drop(self, fd: int) -> None:
+        self.waiters.pop(fd, None)
+        entry = self.clients.pop(fd, None)
+        if entry is not None:
+            self.poller.unregister(fd)
+            entry[0].close()
 
     # -- state -------------------------------------------------------------------------------
 
@@ -335,8 +344,10 @@ class Supervisor:
                 for role in self.roles
             ],
         }
-        with contextlib.suppress(FileNotFoundError):  # the state dir was deleted
-            write_json_atomic(self.app_dir / STATE_FILE, data)
+        try:
+            write_json_atomic(os.path.join(self.app_dir, STATE_FILE), data)
+        except FileNotFoundError:  # the state dir was deleted
+            pass
         for waiter, seen in list(self.waiters.items()):
             if seen != self.state:
                 self._drop(waiter)
@@ -346,7 +357,7 @@ class Supervisor:
             {
                 "id": r.idx,
                 "state": r.state,
-                "pid": r.proc.pid if r.proc is not None else None,
+                "pid": r.last_pid,
                 "exit_code": r.exit_code,
                 "restarts": r.restarts,
                 **self._reason_fields(r),
@@ -362,15 +373,29 @@ class Supervisor:
         return {"reason": reason, "ended_at": at} if reason else {}
 
     def _write_summary(self) -> None:
-        log_dir = Path(self.request.get("log_dir") or self.app_dir)
+        log_dir = self.request.get("log_dir") or self.app_dir
         summary = {
             "app_id": self.request["app_id"],
             "state": self.state,
             "num_restarts": self.num_restarts,
             "roles": {role["name"]: self._replica_states(role["name"]) for role in self.roles},
         }
-        with contextlib.suppress(OSError):
-            write_json_atomic(log_dir / "SUCCESS", summary)
+        try:
+            write_json_atomic(os.path.join(log_dir, "SUCCESS"), summary)
+        except OSError:
+            pass
+
+
+def _become_subreaper() -> None:
+    """Orphaned descendants of the replicas become our children (so they are found and killed).
+
+    Done once the first replicas are started: ``ctypes`` costs about a third of the
+    supervisor's start, and a replica cannot start, fork and orphan a descendant that also
+    left its process group in the moment before this runs.
+    """
+    import ctypes
+
+    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 
 
 def _ignore(signum: int, frame: object) -> None:
@@ -380,7 +405,7 @@ def _ignore(signum: int, frame: object) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Entry point: parse ``APP_DIR --control-fd N [--launcher-fd N]`` and run the app."""
     app_dir, control_fd, launcher_fd = parse_supervisor_args(sys.argv[1:] if argv is None else argv)
-    control = socket.socket(fileno=control_fd)
+    control = _socket.socket(fileno=control_fd)
     return Supervisor(app_dir, control, launcher_fd).run()
 
 

@@ -1,0 +1,169 @@
+"""The local supervisor's fast start: what it imports, its JSON writer and its process start.
+
+Every ``local_cwd`` app waits for its supervisor to start, so the supervisor avoids the
+standard library's heavier modules (``subprocess``, ``json``, ``selectors``...). These tests pin
+that, and check that the replacements behave like the modules they replace.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from torchx.schedulers._local import _launch
+from torchx.schedulers._local._spawn import spawn
+from torchx.schedulers._local._wire import dumps, read_request, write_json_atomic, write_request
+
+HEAVY = {
+    "collections",
+    "ctypes",
+    "enum",
+    "json",
+    "pathlib",
+    "re",
+    "selectors",
+    "socket",
+    "subprocess",
+    "threading",
+    "typing",
+}
+
+
+def test_the_supervisor_starts_without_heavy_modules() -> None:
+    """What the supervisor imports before it starts the replicas (ctypes comes after)."""
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1]);"
+        " import torchx.schedulers._local.supervisor;"
+        " print(','.join(sorted(sys.modules)))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-I", "-c", code, _launch._IMPORT_ROOT],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    loaded = set(out.stdout.strip().split(","))
+    assert "torchx.schedulers._local.supervisor" in loaded
+    assert sorted(loaded & HEAVY) == []
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(JSON)
+def test_dumps_writes_what_json_dumps_writes(value: Any) -> None:
+    assert dumps(value) == json.dumps(value)
+    assert json.loads(dumps(value)) == value
+
+
+def test_dumps_special_values_and_errors() -> None:
+    assert dumps({"a": [float("nan"), 1.5, -0.0, True, None]}) == json.dumps(
+        {"a": [float("nan"), 1.5, -0.0, True, None]}
+    )
+    assert dumps("\udcff\U0001f600\x7f\n") == json.dumps("\udcff\U0001f600\x7f\n")
+    with pytest.raises(TypeError, match="keys must be str"):
+        dumps({1: 2})
+    with pytest.raises(TypeError, match="not JSON serializable"):
+        dumps({"a": object()})
+
+
+def test_state_and_request_files_round_trip(tmp_path: Path) -> None:
+    data = {"app_id": "x", "roles": [{"env": {"K": "v é"}, "args": ["a", "b"]}], "n": 1.25}
+    write_json_atomic(tmp_path / "state.json", data)
+    assert json.loads((tmp_path / "state.json").read_text()) == data
+    assert [p.name for p in tmp_path.iterdir()] == ["state.json"]  # no temp file left
+    write_request(str(tmp_path), data)
+    assert read_request(str(tmp_path)) == data
+    (tmp_path / ".request.marshal").write_bytes(b"not marshal")
+    assert read_request(str(tmp_path)) is None
+    assert read_request(str(tmp_path / "missing")) is None
+
+
+def _run(args: list[str], cwd: str | None = None, env: dict[str, str] | None = None) -> str:
+    out_r, out_w = os.pipe()
+    try:
+        pid = spawn(args, env or dict(os.environ), cwd, out_w, out_w)
+    finally:
+        os.close(out_w)
+    with open(out_r, "rb") as f:
+        output = f.read().decode()
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0, output
+    return output
+
+
+def test_spawn_runs_the_command_in_its_own_session(tmp_path: Path) -> None:
+    leaked = os.open(os.devnull, os.O_RDONLY)
+    os.set_inheritable(leaked, True)  # an fd the child must not see even when inheritable
+    try:
+        code = (
+            "import os, sys; print(os.getpid() == os.getsid(0) == os.getpgid(0));"
+            " print(sys.stdin.read() == '');"
+            f" print(os.path.exists('/proc/self/fd/{leaked}')); print(os.getcwd())"
+        )
+        lines = _run([sys.executable, "-c", code], cwd=str(tmp_path)).split()
+    finally:
+        os.close(leaked)
+    assert lines == ["True", "True", "False", str(tmp_path)]
+
+
+def test_spawn_finds_a_bare_command_on_the_given_path(tmp_path: Path) -> None:
+    script = tmp_path / "hello-tool"
+    script.write_text("#!/bin/sh\necho found $1\n")
+    script.chmod(0o755)
+    env = {**os.environ, "PATH": f"{tmp_path}:/usr/bin:/bin"}
+    assert _run(["hello-tool", "it"], env=env) == "found it\n"
+
+
+def test_spawn_restores_sigpipe_for_the_child() -> None:
+    # Python ignores SIGPIPE; a shell pipeline in a replica must see the default again
+    assert _run(["/bin/sh", "-c", "yes | head -1"]) == "y\n"
+
+
+@pytest.mark.parametrize(
+    ("case", "error", "filename"),
+    [
+        ("missing_cwd", FileNotFoundError, "cwd"),
+        ("missing_command", FileNotFoundError, "no-such-command-xyz"),
+        ("missing_path", FileNotFoundError, "/no/such/file"),
+        ("not_executable", PermissionError, "script"),
+    ],
+)
+def test_spawn_reports_what_could_not_be_started(
+    tmp_path: Path, case: str, error: type[OSError], filename: str
+) -> None:
+    script = tmp_path / "script"
+    script.write_text("#!/bin/sh\n")
+    cwd, args = None, [sys.executable, "-c", "pass"]
+    if case == "missing_cwd":
+        cwd = str(tmp_path / "gone")
+    elif case == "missing_command":
+        args = ["no-such-command-xyz"]
+    elif case == "missing_path":
+        args = ["/no/such/file"]
+    else:
+        args = [str(script)]
+    expected = {"cwd": str(tmp_path / "gone"), "script": str(script)}.get(filename, filename)
+    out_r, out_w = os.pipe()
+    try:
+        with pytest.raises(error) as info:
+            spawn(args, dict(os.environ), cwd, out_w, out_w)
+    finally:
+        os.close(out_r)
+        os.close(out_w)
+    assert info.value.filename == expected
