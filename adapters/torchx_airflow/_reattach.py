@@ -46,16 +46,20 @@ class AppSlot:
     Args:
         store: ``context["task_state_store"]`` or None (Airflow < 3.3, or ``durable=False``).
         log: where to say that re-attach is unavailable.
+        first_try: the task instance's first try: no earlier try can have stored a handle
+            (a cleared or retried task instance has a higher try number), so :meth:`get`
+            does not ask the store (one API round trip less per task).
     """
 
-    def __init__(self, store: Any, log: logging.Logger | Any) -> None:
+    def __init__(self, store: Any, log: logging.Logger | Any, first_try: bool = False) -> None:
         self._store = store
+        self._first_try = first_try
         if store is None:
             log.info("no task_state_store: a retry of this task launches a new app")
 
     def get(self) -> Optional[str]:
         """Returns the handle a previous try stored, or None."""
-        if self._store is None:
+        if self._store is None or self._first_try:
             return None
         value = self._store.get(STATE_KEY)
         return value if isinstance(value, str) and value else None

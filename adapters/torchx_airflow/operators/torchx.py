@@ -23,6 +23,7 @@ failed or was cancelled.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Optional, Union
 
@@ -42,15 +43,18 @@ __all__ = ["TorchXAppError", "TorchXOperator"]
 _XCOM_KEYS = ("app_handle", "app_id", "state", "ui_url", "tracker_run_id")
 _DUMP_LIMIT = 2000  # log lines per replica copied after a deferred wait
 _JOIN_TIMEOUT = 10.0  # seconds per replica for the log tails to reach the end
+# an app still running this long after launch gets its own ``app_handle`` XCom at once; one that
+# ended sooner has it in the result (one API round trip less for short tasks)
+_HANDLE_PUSH_AFTER = 1.0
 
 
 class TorchXOperator(BaseOperator):
     """Launches a TorchX component or AppDef on a TorchX scheduler and waits for it.
 
     The task's XCom ``return_value`` is ``{app_handle, app_id, state, ui_url,
-    tracker_run_id}``; ``app_handle`` is also pushed under its own key as soon as the app is
-    launched, and when the app fails (no ``return_value`` then) every field is pushed under its
-    own key. Replica logs are copied into the task log while waiting. A FAILED or
+    tracker_run_id}``; ``app_handle`` is also pushed under its own key while the app runs (once
+    it has run for a second, or before the task defers), and when the app fails (no
+    ``return_value`` then) every field is pushed under its own key. Replica logs are copied into the task log while waiting. A FAILED or
     CANCELLED app fails the task with :class:`TorchXAppError`, whose message starts with the
     app's structured error. Killing the task (``on_kill``) cancels the app.
 
@@ -149,6 +153,7 @@ class TorchXOperator(BaseOperator):
         self.stream_logs = stream_logs
         self.durable = durable
         self._app_handle: Optional[str] = None
+        self._handle_pushed = False
         self._settings: Optional[TorchXSettings] = None
 
     # ------------------------------------------------------------------ execute
@@ -159,12 +164,15 @@ class TorchXOperator(BaseOperator):
         from torchx_airflow.hooks.torchx import TorchXHook
 
         runner = TorchXHook.make_runner(settings)
-        slot = AppSlot(context.get("task_state_store") if self.durable else None, self.log)
+        ti = context.get("ti")
+        first_try = getattr(ti, "try_number", None) == 1
+        slot = AppSlot(
+            context.get("task_state_store") if self.durable else None, self.log, first_try
+        )
         handle, app, status = self._attach(runner, slot)
         if handle is None:
             handle, app = self._launch(runner, settings, slot)
         self._app_handle = handle
-        self._push(context, "app_handle", handle)
         if status is not None and status.is_terminal():
             return self._finish(context, handle, status)
         if self.deferrable:
@@ -174,8 +182,9 @@ class TorchXOperator(BaseOperator):
             if reason:
                 self.log.info("%s", reason)
             else:
+                self._push_handle(context, handle)
                 self._defer(handle, settings)
-        status = self._wait(runner, handle, app)
+        status = self._wait(runner, handle, app, context)
         return self._finish(context, handle, status)
 
     def execute_complete(self, context: Context, event: dict[str, Any]) -> Any:
@@ -278,14 +287,27 @@ class TorchXOperator(BaseOperator):
         )
         self.defer(trigger=trigger, method_name="execute_complete")
 
-    def _wait(self, runner: Runner, handle: str, app: Optional[AppDef]) -> Optional[AppStatus]:
+    def _wait(
+        self,
+        runner: Runner,
+        handle: str,
+        app: Optional[AppDef],
+        context: Optional[Context] = None,
+    ) -> Optional[AppStatus]:
         tee = None
         if self.stream_logs:
             tee = self._log_tee(runner, handle, app, runner.status(handle)).start()
+        if context is not None and not _ended_within(runner, handle, _HANDLE_PUSH_AFTER):
+            self._push_handle(context, handle)
         status = runner.wait(handle, wait_interval=self.poll_interval)
         if tee is not None:
             tee.join(_JOIN_TIMEOUT)
         return status
+
+    def _push_handle(self, context: Context, handle: str) -> None:
+        """Pushes the ``app_handle`` XCom of an app that is still running."""
+        self._push(context, "app_handle", handle)
+        self._handle_pushed = True
 
     def _log_tee(
         self, runner: Runner, handle: str, app: Optional[AppDef], status: Optional[AppStatus]
@@ -310,8 +332,9 @@ class TorchXOperator(BaseOperator):
 
         result = xcom_result(handle, status)
         if status is None or status.state.name != "SUCCEEDED":
-            for key in _XCOM_KEYS[1:]:  # a failed task has no return_value: keep the facts
-                self._push(context, key, result[key])
+            for key in _XCOM_KEYS:  # a failed task has no return_value: keep the facts
+                if key != "app_handle" or not self._handle_pushed:
+                    self._push(context, key, result[key])
             raise TorchXAppError(failure_message(handle, status), handle, status)
         self.log.info("TorchX app %s SUCCEEDED", handle)
         return result
@@ -321,3 +344,16 @@ class TorchXOperator(BaseOperator):
         ti = context.get("ti")
         if ti is not None:
             ti.xcom_push(key=key, value=value)
+
+
+def _ended_within(runner: Runner, handle: str, seconds: float) -> bool:
+    """Waits up to ``seconds`` for the app to end (event-driven where the scheduler allows)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        status = runner.status(handle)
+        if status is None or status.is_terminal():
+            return True
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return False
+        runner.wait_for_change(handle, remaining)

@@ -357,7 +357,11 @@ class LocalScheduler(Scheduler[Mapping[str, CfgVal]]):
                 " Did you run it with log_dir set in Dict[str, CfgVal]?"
             )
         lines = iter_log_lines(
-            app_id, path, lambda: is_terminal(app.app_state()), should_tail=should_tail
+            app_id,
+            path,
+            lambda: is_terminal(app.app_state()),
+            should_tail=should_tail,
+            pause=app.wait_for_change,
         )
         return filter_regex(regex, lines) if regex else lines
 

@@ -151,6 +151,22 @@ def test_pipeline_blocking_and_deferrable_with_lineage(write_dag, airflow_env) -
     assert f"parent {first['app_handle']}" in lines
 
 
+def test_app_handle_xcom_is_pushed_while_a_longer_app_runs(write_dag, airflow_env) -> None:
+    dag_file = write_dag(
+        """
+        with DAG("handles", schedule=None, start_date=datetime(2024, 1, 1)):
+            TorchXOperator(task_id="short", component="utils.echo")
+            TorchXOperator(task_id="long", component="utils.sh", component_args=["sleep", "2"])
+        """
+    )
+    summary, output = run_dag(airflow_env, dag_file, "handles")
+    assert summary["state"] == "success", output[-3000:]
+    short, long = summary["tasks"]["short"]["xcom"], summary["tasks"]["long"]["xcom"]
+    assert "app_handle" not in short  # ended within a second: the result carries it
+    assert short["return_value"]["app_handle"].startswith("local_cwd://torchx/echo-")
+    assert long["app_handle"] == long["return_value"]["app_handle"]
+
+
 def test_deferrable_local_app_waits_in_the_worker_by_default(write_dag, airflow_env) -> None:
     dag_file = write_dag(
         """
@@ -188,6 +204,8 @@ def test_failing_step_fails_task_with_app_error_and_skips_downstream(
     assert summary["tasks"]["bad"]["state"] == "failed"
     assert summary["tasks"]["after"]["state"] == "upstream_failed"
     assert summary["tasks"]["bad"]["xcom"]["state"] == "FAILED"
+    bad = summary["tasks"]["bad"]["xcom"]
+    assert bad["app_handle"] == f"local_cwd://torchx/{bad['app_id']}"
     assert "TorchXAppError" in output and "ended FAILED" in output
     assert "bad input: no rows" in output
 
@@ -236,13 +254,14 @@ def test_kill_9_then_retry_reattaches_without_duplicate(write_dag, airflow_env) 
             )
         """
     )
-    first = subprocess.Popen(
-        _cmd(dag_file, "crash"),
-        env=airflow_env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    first_log = Path(airflow_env["AIRFLOW_HOME"]) / "first.log"
+    with first_log.open("w") as out:
+        first = subprocess.Popen(
+            _cmd(dag_file, "crash"), env=airflow_env, stdout=out, stderr=subprocess.STDOUT
+        )
     try:
+        # the handle is in the task state store once the task logs the launch
+        wait_for(lambda: "launched TorchX app" in first_log.read_text(), 120)
         app = wait_for(lambda: [a for a in local_apps() if a.state.name == "RUNNING"], 120)[0]
         first.send_signal(signal.SIGKILL)  # the worker dies while the app runs
         first.wait()

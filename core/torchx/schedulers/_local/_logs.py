@@ -12,7 +12,11 @@ _POLL = 0.05
 
 
 def iter_log_lines(
-    app_id: str, path: str, is_done: Callable[[], bool], should_tail: bool
+    app_id: str,
+    path: str,
+    is_done: Callable[[], bool],
+    should_tail: bool,
+    pause: Callable[[float], object] = time.sleep,
 ) -> Iterator[str]:
     """Yield the lines of ``path`` (each keeping its newline).
 
@@ -24,6 +28,9 @@ def iter_log_lines(
         path: the log file.
         is_done: returns whether the app has ended.
         should_tail: follow the file until the app ends.
+        pause: waits up to the given seconds between two reads at the end of the file; one
+            that returns as soon as the app changes state ends a tail with the app, not up to
+            a poll interval later.
 
     Raises:
         RuntimeError: the app ended without creating the file.
@@ -49,6 +56,6 @@ def iter_log_lines(
             if is_done():
                 should_tail = False  # one more pass reads what was written before the end
                 continue
-            time.sleep(_POLL)
+            pause(_POLL)
         if partial:
             yield partial
