@@ -40,7 +40,7 @@ def iter_log_lines(
             if os.path.exists(path):
                 break
             raise RuntimeError(f"app: {app_id} finished without writing: {path}")
-        time.sleep(_POLL)
+        pause(_POLL)
     with open(path, encoding="utf-8", errors="replace", newline="") as f:
         partial = ""
         while True:
