@@ -19,7 +19,7 @@ from torchx.specs.api import AppState
 
 __all__ = ["_LocalAppDef", "launch"]
 
-# -I: isolated (no site-packages, user site, PYTHON* variables or cwd on sys.path: the supervisor
+# -I -S: isolated, no site (no site-packages, PYTHON* variables or cwd on sys.path: the supervisor
 # needs the standard library and torchx alone, and starts in a third less time); torchx's import
 # root is its first argument. -c, not -m: runpy's imports would be paid by every app start.
 _SUPERVISOR_MAIN = (
@@ -130,7 +130,7 @@ def launch(request: PopenRequest) -> _LocalAppDef:
         proto.write_json_atomic(app_dir / proto.REQUEST_FILE, data)
         proto.write_request(str(app_dir), data)
         proto.write_json_atomic(app_dir / proto.STATE_FILE, _initial_state(data))
-        cmd = [sys.executable, "-I", "-c", _SUPERVISOR_MAIN, _IMPORT_ROOT, str(app_dir)]
+        cmd = [sys.executable, "-I", "-S", "-c", _SUPERVISOR_MAIN, _IMPORT_ROOT, str(app_dir)]
         cmd += ["--control-fd", str(control.fileno())]
         fds = [control.fileno()]
         if not request.detach:

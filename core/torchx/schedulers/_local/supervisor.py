@@ -164,7 +164,8 @@ class Supervisor:
             replica.state = "FAILED"
             self._record(replica, exit_reason(code))
             self._on_failure(replica, exit_reason(code))
-        self._write_state()
+        if self.phase != "running" or not all(r.state == "SUCCEEDED" for r in self.replicas):
+            self._write_state()  # (the last success is written with the app's final state)
 
     def _record(self, replica: Replica, reason: str) -> None:
         self.reasons[(replica.role, replica.idx)] = (reason, time.time())

@@ -45,7 +45,7 @@ def test_the_supervisor_starts_without_heavy_modules() -> None:
         " print(','.join(sorted(sys.modules)))"
     )
     out = subprocess.run(
-        [sys.executable, "-I", "-c", code, _launch._IMPORT_ROOT],
+        [sys.executable, "-I", "-S", "-c", code, _launch._IMPORT_ROOT],
         capture_output=True,
         text=True,
         check=True,
@@ -167,3 +167,26 @@ def test_spawn_reports_what_could_not_be_started(
         os.close(out_r)
         os.close(out_w)
     assert info.value.filename == expected
+
+
+def test_the_launched_supervisor_is_isolated_and_site_free(tmp_path: Path) -> None:
+    """``-I -S``: no site-packages, no PYTHON* variables and no cwd on its path; replicas still
+    get the launcher's environment."""
+    from torchx.schedulers.local_scheduler import create_scheduler
+    from torchx.specs.api import AppDef, AppState, Role
+
+    sched = create_scheduler("test", grace_period=1)
+    marker = tmp_path / "go"
+    code = "import os, sys, time\nwhile not os.path.exists(sys.argv[1]): time.sleep(0.05)"
+    role = Role("r", "img", entrypoint=sys.executable, args=["-c", code, str(marker)])
+    app_id = sched.submit(AppDef("iso", roles=[role]), {"log_dir": str(tmp_path / "logs")})
+    try:
+        state_file = sched._state_root() / "test" / app_id / "state.json"
+        while sched.describe(app_id).state != AppState.RUNNING:  # type: ignore[union-attr]
+            sched.wait_for_change(app_id, 1)
+        pid = json.loads(state_file.read_text())["supervisor_pid"]
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        assert argv[1:3] == [b"-I", b"-S"]
+    finally:
+        marker.touch()
+        sched.close()
