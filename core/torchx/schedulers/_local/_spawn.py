@@ -21,7 +21,6 @@ else:  # the C module: the signal module's enums cost a few ms to import
 
 __all__ = ["Poller", "spawn"]
 
-_MAX_FD = 1 << 20
 # Python ignores these at start-up; a replica gets the default back, as subprocess does it
 _RESTORED_SIGNALS = tuple(
     getattr(_signal, name) for name in ("SIGPIPE", "SIGXFZ", "SIGXFSZ") if hasattr(_signal, name)
@@ -73,12 +72,13 @@ def spawn(args: list[str], env: dict[str, str], cwd: str | None, out: int, err: 
         OSError: the working directory or the command could not be used (``filename`` says
             which), as ``subprocess.Popen`` raises it.
     """
+    max_fd = os.sysconf("SC_OPEN_MAX")  # the soft limit of open files
     null = os.open(os.devnull, os.O_RDONLY)
     report_r, report_w = os.pipe()  # close-on-exec: EOF without data means exec worked
     try:
         pid = os.fork()
         if pid == 0:  # pragma: no cover - the child execs or exits, never returns
-            _child(args, env, cwd, (null, out, err), report_w)
+            _child(args, env, cwd, (null, out, err), report_w, max_fd)
         os.close(report_w)
         report_w = -1
         report = _read_all(report_r)
@@ -96,7 +96,12 @@ def spawn(args: list[str], env: dict[str, str], cwd: str | None, out: int, err: 
 
 
 def _child(
-    args: list[str], env: dict[str, str], cwd: str | None, stdio: tuple[int, int, int], report: int
+    args: list[str],
+    env: dict[str, str],
+    cwd: str | None,
+    stdio: tuple[int, int, int],
+    report: int,
+    max_fd: int,
 ) -> None:  # pragma: no cover - runs in the forked child
     step = "setup"
     try:
@@ -105,7 +110,7 @@ def _child(
         for target, fd in enumerate(stdio):
             os.dup2(fd, target)
         os.closerange(3, report)
-        os.closerange(report + 1, _MAX_FD)
+        os.closerange(report + 1, max_fd)
         for sig in _RESTORED_SIGNALS:
             _signal.signal(sig, _signal.SIG_DFL)
         if cwd:
