@@ -54,9 +54,10 @@ class TorchXOperator(BaseOperator):
     The task's XCom ``return_value`` is ``{app_handle, app_id, state, ui_url,
     tracker_run_id}``; ``app_handle`` is also pushed under its own key while the app runs (once
     it has run for a second, or before the task defers), and when the app fails (no
-    ``return_value`` then) every field is pushed under its own key. Replica logs are copied into the task log while waiting. A FAILED or
-    CANCELLED app fails the task with :class:`TorchXAppError`, whose message starts with the
-    app's structured error. Killing the task (``on_kill``) cancels the app.
+    ``return_value`` then) every field is pushed under its own key. Replica logs are copied
+    into the task log while waiting. A FAILED or CANCELLED app fails the task with
+    :class:`TorchXAppError`, whose message starts with the app's structured error. Killing the
+    task (``on_kill``) cancels the app.
 
     Args:
         component: a builtin (``dist.ddp``, ``utils.python``) or ``path/file.py:fn``; templated.
