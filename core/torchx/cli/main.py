@@ -51,7 +51,7 @@ CMDS_GROUP = "torchx.cli.cmds"
 
 # name -> ("module:Class", one-line help). Adding a builtin command is one line here.
 _DEFAULT_SUB_CMDS: dict[str, tuple[str, str]] = {
-    "builtins": ("torchx.cli.cmd_run:CmdBuiltins", "Lists the builtin components"),
+    "builtins": ("torchx.cli.cmd_builtins:CmdBuiltins", "Lists the builtin components"),
     "cancel": ("torchx.cli.cmd_cancel:CmdCancel", "Cancels a running app"),
     "configure": ("torchx.cli.cmd_configure:CmdConfigure", "Writes a .torchxconfig file"),
     "delete": ("torchx.cli.cmd_delete:CmdDelete", "Deletes an app from its scheduler"),
