@@ -49,6 +49,8 @@ def test_listing_commands_skip_heavy_modules(argv: list[str]) -> None:
         assert "importlib.metadata" not in modules
     if argv[0] == "runopts":
         assert "torchx.runner.api" not in modules  # run options need no Runner
+        # nor the scheduler itself, nor the app types (local_cwd's Opts need only runopts)
+        assert {"torchx.schedulers.local_scheduler", "torchx.specs.api"} & modules == set()
 
 
 def test_repeated_builtins_import_no_component_nor_specs(tmp_path: Path) -> None:

@@ -56,7 +56,11 @@ def scheduler_run_opts(name: str, factories: Mapping[str, Any]) -> runopts:
             f"`{name}` is not a registered scheduler. Valid scheduler names:"
             f" {list(candidates)}.{hint}"
         )
-    opts: runopts = candidates[name](session_name="_").run_opts()
+    factory = candidates[name]
+    static = getattr(factory, "static_run_opts", None)  # builtins: without the scheduler
+    opts: runopts | None = static() if static is not None else None
+    if opts is None:
+        opts = candidates[name](session_name="_").run_opts()
     return opts
 
 

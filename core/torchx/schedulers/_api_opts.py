@@ -22,7 +22,9 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar, Union
 
-from torchx.specs.api import CfgVal, InvalidRunConfigException, cases, runopts
+from torchx.specs._constants import cases
+from torchx.specs._errors import InvalidRunConfigException
+from torchx.specs._runopts import CfgVal, runopts
 
 __all__ = ["StructuredOpts"]
 
