@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import configparser
 import difflib
 import logging
 from collections.abc import Iterable, Mapping
 from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    import configparser
+
     from torchx.specs.api import CfgVal, runopt, runopts
 
 __all__ = [
@@ -26,6 +27,8 @@ _FIXME_MAX_LEN = 60
 
 def new_config_parser() -> configparser.ConfigParser:
     """Returns a ConfigParser with case-sensitive keys."""
+    import configparser
+
     config = configparser.ConfigParser()
     config.optionxform = str  # type: ignore[assignment, method-assign]
     return config

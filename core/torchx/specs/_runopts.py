@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 from collections.abc import Iterator, Mapping
@@ -279,6 +278,8 @@ class runopts:
             other values are kept. Unknown keys are dropped silently.
         """
         cfg: dict[str, CfgVal] = {}
+        import json
+
         for name, value in json.loads(json_repr).items():
             key = self._canonical_key(name)
             if key is None:

@@ -15,14 +15,15 @@ Example::
 
 from __future__ import annotations
 
-import difflib
 import os
 import sys
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
 
+# ``torchx --help`` imports this module: no ``typing``/``difflib`` at run time
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
     from importlib.metadata import EntryPoint
+    from typing import Any
 
 __all__ = ["group_may_have_entry_points", "load", "load_group", "select"]
 
@@ -82,6 +83,8 @@ def load(group: str, name: str, default: Any = _NO_DEFAULT) -> Any:
 
 def _missing_message(group: str, name: str, names: list[str]) -> str:
     msg = f"No entry point `{name}` in group `{group}`."
+    import difflib
+
     close = difflib.get_close_matches(name, names, n=1)
     if close:
         return f"{msg} Did you mean `{close[0]}`?"
