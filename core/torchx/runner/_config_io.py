@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import logging
 from collections.abc import Iterable, Mapping
 from typing import IO, TYPE_CHECKING, Any
@@ -53,6 +52,8 @@ def scheduler_run_opts(name: str, factories: Mapping[str, Any]) -> runopts:
     """
     candidates = _all_factories(factories)
     if name not in candidates:
+        import difflib
+
         close = difflib.get_close_matches(name, list(candidates), n=1)
         hint = f" Did you mean `{close[0]}`?" if close else ""
         raise ValueError(

@@ -15,7 +15,6 @@ import ast
 import dataclasses
 import functools
 import inspect
-import textwrap
 import types
 import typing
 from collections.abc import Iterator, Mapping
@@ -222,6 +221,8 @@ def _class_node(klass: type) -> ast.ClassDef | None:
     """
     if "<locals>" in klass.__qualname__:
         try:
+            import textwrap
+
             first = ast.parse(textwrap.dedent(inspect.getsource(klass))).body[0]
         except (OSError, TypeError, SyntaxError, IndexError):
             return None
