@@ -205,11 +205,21 @@ def _scan_entry_points(paths: tuple[str, ...]) -> bytes | None:
 
 
 def _read_entry_points(dist_dir: str) -> bytes:
+    # os.open/os.read: most distributions have no entry_points.txt, and file objects cost
+    # more than the system calls for these small files (a third of the scan)
     try:
-        with open(os.path.join(dist_dir, "entry_points.txt"), "rb") as f:
-            return f.read().replace(b" ", b"")
+        fd = os.open(os.path.join(dist_dir, "entry_points.txt"), os.O_RDONLY)
     except OSError:
         return b""
+    try:
+        chunks = []
+        while chunk := os.read(fd, 1 << 16):
+            chunks.append(chunk)
+    except OSError:
+        return b""
+    finally:
+        os.close(fd)
+    return b"".join(chunks).replace(b" ", b"")
 
 
 def _custom_distribution_finders() -> bool:
