@@ -51,6 +51,7 @@ def test_listing_commands_skip_heavy_modules(argv: list[str]) -> None:
         assert "torchx.runner.api" not in modules  # run options need no Runner
         # nor the scheduler itself, nor the app types (local_cwd's Opts need only runopts)
         assert {"torchx.schedulers.local_scheduler", "torchx.specs.api"} & modules == set()
+        assert "logging" not in modules  # configured only once imported (cli._logging)
 
 
 def test_repeated_builtins_import_no_component_nor_specs(tmp_path: Path) -> None:
@@ -61,7 +62,7 @@ def test_repeated_builtins_import_no_component_nor_specs(tmp_path: Path) -> None
     assert "torchx.components.utils" in first  # discovered, and the index stored
     again = _modules_after("builtins", cwd=cwd)
     assert {m for m in again if m.startswith(("torchx.components", "torchx.specs"))} == set()
-    assert {"docstring_parser", "ast", "inspect", "dataclasses"} & again == set()
+    assert {"docstring_parser", "ast", "inspect", "dataclasses", "logging"} & again == set()
 
 
 @pytest.mark.parametrize(

@@ -168,15 +168,9 @@ def create_parser(subcmds: Mapping[str, SubCommand]) -> argparse.ArgumentParser:
 
 
 def _configure_logging(level: str) -> None:
-    import logging
+    from torchx.cli import _logging
 
-    from torchx.cli import colors
-
-    logging.basicConfig(
-        level=int(level) if level.isdigit() else level,
-        format=f"{colors.GRAY}torchx{colors.ENDC} %(asctime)s %(levelname)-8s %(message)s",
-        datefmt="%Y-%m-%d %H:%M:%S",
-    )
+    _logging.configure(level)  # when ``logging`` is first imported: listings never log
 
 
 def run_main(subcmds: Mapping[str, SubCommand], argv: Sequence[str] | None = None) -> None:

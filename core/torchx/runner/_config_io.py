@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterable, Mapping
 from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import configparser
+    import logging
 
     from torchx.specs.api import CfgVal, runopt, runopts
 
@@ -18,7 +18,13 @@ __all__ = [
     "scheduler_run_opts",
 ]
 
-logger: logging.Logger = logging.getLogger("torchx.runner.config")
+
+def _logger() -> logging.Logger:
+    """The ``torchx.runner.config`` logger (``logging`` imported on first use)."""
+    import logging
+
+    return logging.getLogger("torchx.runner.config")
+
 
 ORCHESTRATOR_GROUP = "torchx.schedulers.orchestrator"
 _FIXME_MAX_LEN = 60
@@ -118,7 +124,9 @@ def dump_scheduler_sections(
         try:
             opts = scheduler_run_opts(name, factories)
         except ImportError as e:
-            logger.warning("skipping scheduler `%s`: its module cannot be imported (%s)", name, e)
+            _logger().warning(
+                "skipping scheduler `%s`: its module cannot be imported (%s)", name, e
+            )
             continue
         config.add_section(name)
         for key, value in _section_values(opts, required_only):
