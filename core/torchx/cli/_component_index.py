@@ -51,7 +51,8 @@ def _signature(path: str) -> str:
 
 
 def _key() -> str:
-    return "\x1f".join([sys.executable, sys.version, *sys.path])
+    # absolute: "" (``python -c``/``-m``) and relative entries name the working directory
+    return "\x1f".join([sys.executable, sys.version, *map(os.path.abspath, sys.path)])
 
 
 def index_path() -> str:

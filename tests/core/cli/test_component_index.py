@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -20,6 +22,10 @@ from _support import write_dist
 from torchx.cli import _component_index
 
 POISON = "poisoned.name"
+CLI_FROM_C = (
+    "import runpy, sys; sys.argv = ['torchx', 'builtins'];"
+    " runpy.run_module('torchx.cli.main', run_name='__main__')"
+)
 
 COMPONENT = '''
 from torchx import specs
@@ -175,6 +181,28 @@ def test_another_sys_path_is_another_entry(site: Path) -> None:
     _cached({"PYTHONPATH": str(site)}, ["my.a.hello"])
     assert "utils.echo" in _names({})
     assert len(_index_files()) == 2
+
+
+def test_the_working_directory_on_sys_path_is_part_of_the_key(site: Path, tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    _backdate(empty)
+
+    def names_in(cwd: Path) -> list[str]:
+        proc = subprocess.run(
+            [sys.executable, "-c", CLI_FROM_C],  # sys.path[0] == "": the working directory
+            capture_output=True,
+            text=True,
+            cwd=cwd,
+            env={**os.environ, "TORCHXCONFIG": ""},
+        )
+        assert proc.returncode == 0, proc.stderr
+        return [line.split(". ", 1)[1] for line in proc.stdout.splitlines()[1:]]
+
+    assert "utils.echo" in names_in(empty)
+    _poison()
+    assert names_in(empty) == [POISON]
+    assert names_in(site) == ["my.a.hello"]  # the site dir is the cwd: its entry points count
 
 
 def test_failed_imports_and_racy_files_store_nothing(site: Path) -> None:
