@@ -92,12 +92,19 @@ def test_distributions_added_after_import_are_found(
     assert entrypoints.load_group("g.late")["p"]("a", "b") == "a/b"
 
 
+@pytest.fixture
+def _no_custom_finders(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Other tests may import ``importlib_metadata``, whose finder makes every answer True."""
+    monkeypatch.setattr(entrypoints, "_custom_distribution_finders", lambda: False)
+
+
 def _set_mtime(path: Path, seconds_ago: float) -> int:
     stamp = time.time() - seconds_ago
     os.utime(path, (stamp, stamp))
     return path.stat().st_mtime_ns
 
 
+@pytest.mark.usefixtures("_no_custom_finders")
 def test_scan_is_reused_until_a_path_directory_changes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -116,6 +123,7 @@ def test_scan_is_reused_until_a_path_directory_changes(
     assert entrypoints.load("g.reused", "p") is os.path.join
 
 
+@pytest.mark.usefixtures("_no_custom_finders")
 def test_recently_changed_directories_are_rescanned(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
