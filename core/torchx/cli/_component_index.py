@@ -33,13 +33,24 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
 
-__all__ = ["RACY_SECONDS", "component_names", "index_path", "load_names", "store_names"]
+__all__ = [
+    "MAX_ENTRIES",
+    "RACY_SECONDS",
+    "component_names",
+    "index_path",
+    "load_names",
+    "store_names",
+]
 
 _FORMAT = "torchx-component-index 1"
 _ABSENT = "-"
 
 RACY_SECONDS = 2.0
 """Files changed this recently (at store time) make the entry untrusted: nothing is stored."""
+
+MAX_ENTRIES = 16
+"""Indexes kept in the cache directory (each ``sys.path``, e.g. each working directory of
+``python -m torchx.cli.main``, has its own); the least recently written go first."""
 
 
 def _signature(path: str) -> str:
@@ -186,7 +197,26 @@ def store_names(names: Iterable[str]) -> bool:
         lines.append(f"stat {sig} {path}")
     lines += [f"name {name}" for name in names]
     lines.append("end")
-    return _write(index_path(), "\n".join(lines) + "\n")
+    path = index_path()
+    if not _write(path, "\n".join(lines) + "\n"):
+        return False
+    _evict(os.path.dirname(path))
+    return True
+
+
+def _evict(directory: str) -> None:
+    """Keeps the :data:`MAX_ENTRIES` most recently written indexes (one per environment)."""
+    try:
+        with os.scandir(directory) as it:
+            found = [
+                (d.stat().st_mtime_ns, d.path)
+                for d in it
+                if d.name.startswith("components-") and d.name.endswith(".txt")
+            ]
+        for _, old in sorted(found, reverse=True)[MAX_ENTRIES:]:
+            os.unlink(old)
+    except OSError:
+        pass
 
 
 def _write(path: str, text: str) -> bool:

@@ -240,3 +240,25 @@ def test_store_refuses_racy_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     assert _component_index.load_names() == ["x"]
     os.utime(fresh)
     assert _component_index.load_names() is None
+
+
+def test_old_indexes_are_evicted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cache = Path(_component_index.index_path()).parent
+    cache.mkdir(parents=True)
+    for i in range(_component_index.MAX_ENTRIES + 3):
+        old = cache / f"components-old{i:02d}.txt"
+        old.write_text("x")
+        os.utime(old, (1000 + i, 1000 + i))
+    (cache / "other.txt").write_text("kept")
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    _backdate(fresh)
+    monkeypatch.setattr(_component_index, "_uncertain_distributions", lambda: False)
+    monkeypatch.setattr(_component_index, "_module_paths", lambda: iter(()))
+    monkeypatch.setattr(_component_index, "_path_entries", lambda: [str(fresh)])
+    assert _component_index.store_names(["x"])
+    kept = sorted(p.name for p in cache.glob("components-*.txt"))
+    assert len(kept) == _component_index.MAX_ENTRIES
+    assert Path(_component_index.index_path()).name in kept
+    assert "components-old00.txt" not in kept and "components-old18.txt" in kept
+    assert (cache / "other.txt").exists()
