@@ -286,9 +286,9 @@ class runopts:
             The config: None stays None, list and dict items are stringified,
             other values are kept. Unknown keys are dropped silently.
         """
-        cfg: dict[str, CfgVal] = {}
         import json
 
+        cfg: dict[str, CfgVal] = {}
         for name, value in json.loads(json_repr).items():
             key = self._canonical_key(name)
             if key is None:
