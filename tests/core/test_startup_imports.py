@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -28,13 +29,14 @@ print(json.dumps(sorted(sys.modules)))
 """
 
 
-def _modules_after(*argv: str) -> set[str]:
+def _modules_after(*argv: str, cwd: Path | None = None) -> set[str]:
     out = subprocess.run(
         [sys.executable, "-c", PROBE, json.dumps(list(argv))],
         capture_output=True,
         text=True,
         check=True,
         env={**os.environ, "TORCHXCONFIG": ""},
+        cwd=cwd,
     )
     return set(json.loads(out.stdout))
 
@@ -47,6 +49,20 @@ def test_listing_commands_skip_heavy_modules(argv: list[str]) -> None:
         assert "importlib.metadata" not in modules
     if argv[0] == "runopts":
         assert "torchx.runner.api" not in modules  # run options need no Runner
+        # nor the scheduler itself, nor the app types (local_cwd's Opts need only runopts)
+        assert {"torchx.schedulers.local_scheduler", "torchx.specs.api"} & modules == set()
+        assert "logging" not in modules  # configured only once imported (cli._logging)
+
+
+def test_repeated_builtins_import_no_component_nor_specs(tmp_path: Path) -> None:
+    cwd = tmp_path / "cwd"  # `python -c` puts the cwd on sys.path: not racy (RACY_SECONDS)
+    cwd.mkdir()
+    os.utime(cwd, (time.time() - 60, time.time() - 60))
+    first = _modules_after("builtins", cwd=cwd)
+    assert "torchx.components.utils" in first  # discovered, and the index stored
+    again = _modules_after("builtins", cwd=cwd)
+    assert {m for m in again if m.startswith(("torchx.components", "torchx.specs"))} == set()
+    assert {"docstring_parser", "ast", "inspect", "dataclasses", "logging"} & again == set()
 
 
 @pytest.mark.parametrize(

@@ -76,37 +76,53 @@ class LazySubCommand(SubCommand):
 
 
 class LazySubParsersAction(argparse._SubParsersAction):
-    """Sub-parsers action that builds a sub-command's arguments only when it is selected."""
+    """Sub-parsers action that creates a sub-command's parser only when it is selected.
+
+    ``torchx --help`` needs only each command's name and one-line help, so a sub-parser (and
+    its arguments, ``SubCommand.add_arguments``) is built on first use: parsing that command
+    or :meth:`build`.
+    """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._pending: dict[str, SubCommand] = {}
+        self._pending: dict[str, tuple[SubCommand, str | None]] = {}
 
     def add_command(self, name: str, cmd: SubCommand, help: str | None) -> None:
-        """Adds the sub-parser ``name``; ``cmd.add_arguments`` runs when ``name`` is parsed.
+        """Adds the sub-command ``name``; its parser is created when ``name`` is parsed.
 
         Args:
             name: the sub-command name.
             cmd: the sub-command.
             help: its one-line help.
+
+        Raises:
+            argparse.ArgumentError: ``name`` was already added.
         """
-        subparser = self.add_parser(
-            name, help=help, description=help, formatter_class=HelpFormatter
-        )
-        subparser.set_defaults(func=cmd.run)
-        self._pending[name] = cmd
+        if name in self._name_parser_map:
+            raise argparse.ArgumentError(self, f"conflicting subparser: {name}")
+        self._choices_actions.append(self._ChoicesPseudoAction(name, (), help))
+        # a placeholder keeps ``choices`` (the valid names) complete until the parser exists
+        self._name_parser_map[name] = _UNBUILT
+        self._pending[name] = (cmd, help)
 
     def build(self, name: str) -> argparse.ArgumentParser:
-        """Returns the sub-parser ``name`` with its arguments added (once).
+        """Returns the sub-parser ``name`` with its arguments added (created once).
 
         Args:
             name: the sub-command name.
         """
-        cmd = self._pending.pop(name, None)
-        parser = self._name_parser_map[name]
-        if cmd is not None:
+        pending = self._pending.pop(name, None)
+        if pending is not None:
+            cmd, help = pending
+            parser = self._parser_class(
+                prog=f"{self._prog_prefix} {name}",
+                description=help,
+                formatter_class=HelpFormatter,
+            )
+            parser.set_defaults(func=cmd.run)
+            self._name_parser_map[name] = parser
             cmd.add_arguments(parser)
-        return parser
+        return self._name_parser_map[name]
 
     def __call__(
         self,
@@ -118,6 +134,9 @@ class LazySubParsersAction(argparse._SubParsersAction):
         if isinstance(values, (list, tuple)) and values and values[0] in self._pending:
             self.build(values[0])
         super().__call__(parser, namespace, values, option_string)
+
+
+_UNBUILT: Any = object()
 
 
 def group_may_have_entry_points(group: str) -> bool:

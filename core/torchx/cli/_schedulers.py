@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import difflib
-from collections.abc import Callable, Sequence
-from typing import Any
 
 from torchx.cli._errors import CliError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from typing import Any
 
 __all__ = [
     "add_scheduler_argument",
@@ -31,6 +33,8 @@ def unknown_scheduler_message(name: str, names: Sequence[str]) -> str:
         name: the name the user gave.
         names: the registered names.
     """
+    import difflib
+
     close = difflib.get_close_matches(name, list(names), n=1)
     hint = f" Did you mean `{close[0]}`?" if close else ""
     return f"unknown scheduler `{name}`.{hint} Registered schedulers: {', '.join(names)}"

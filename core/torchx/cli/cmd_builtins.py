@@ -1,5 +1,8 @@
 """``torchx builtins``: list the available components, or print one's source.
 
+The list comes from a cache of the component names when nothing it depends on changed (see
+:mod:`torchx.cli._component_index`), so a repeated ``torchx builtins`` imports no component.
+
 ``CmdBuiltins`` is also importable from :mod:`torchx.cli.cmd_run`, where TorchX defines it.
 """
 
@@ -27,12 +30,14 @@ class CmdBuiltins(SubCommand):
 
     def run(self, args: argparse.Namespace) -> None:
         """Prints the component list, or the source of ``--print NAME``."""
-        from torchx.specs import finder
-
         if args.print:
+            from torchx.specs import finder
+
             print(finder.get_builtin_source(args.print))
             return
-        components = finder.get_components()
-        print(f"Found {len(components)} builtin components:")
-        for i, component in enumerate(components.values()):
-            print(f" {i + 1:2d}. {component.name}")
+        from torchx.cli._component_index import component_names
+
+        names = component_names()
+        print(f"Found {len(names)} builtin components:")
+        for i, name in enumerate(names):
+            print(f" {i + 1:2d}. {name}")

@@ -51,7 +51,7 @@ CMDS_GROUP = "torchx.cli.cmds"
 
 # name -> ("module:Class", one-line help). Adding a builtin command is one line here.
 _DEFAULT_SUB_CMDS: dict[str, tuple[str, str]] = {
-    "builtins": ("torchx.cli.cmd_run:CmdBuiltins", "Lists the builtin components"),
+    "builtins": ("torchx.cli.cmd_builtins:CmdBuiltins", "Lists the builtin components"),
     "cancel": ("torchx.cli.cmd_cancel:CmdCancel", "Cancels a running app"),
     "configure": ("torchx.cli.cmd_configure:CmdConfigure", "Writes a .torchxconfig file"),
     "delete": ("torchx.cli.cmd_delete:CmdDelete", "Deletes an app from its scheduler"),
@@ -168,15 +168,9 @@ def create_parser(subcmds: Mapping[str, SubCommand]) -> argparse.ArgumentParser:
 
 
 def _configure_logging(level: str) -> None:
-    import logging
+    from torchx.cli import _logging
 
-    from torchx.cli import colors
-
-    logging.basicConfig(
-        level=int(level) if level.isdigit() else level,
-        format=f"{colors.GRAY}torchx{colors.ENDC} %(asctime)s %(levelname)-8s %(message)s",
-        datefmt="%Y-%m-%d %H:%M:%S",
-    )
+    _logging.configure(level)  # when ``logging`` is first imported: listings never log
 
 
 def run_main(subcmds: Mapping[str, SubCommand], argv: Sequence[str] | None = None) -> None:

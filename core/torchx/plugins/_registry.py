@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import importlib
 import os
-import pkgutil
-import threading
 import warnings
+from _thread import RLock  # threading.RLock without importing threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -85,6 +84,8 @@ def _submodules(pkg: ModuleType) -> dict[str, bool]:
     paths = [str(p) for p in getattr(pkg, "__path__", [])]
     prefix = pkg.__name__ + "."
     names: dict[str, bool] = {}
+    import pkgutil  # only when a plugin namespace package exists
+
     for info in pkgutil.iter_modules(paths, prefix):
         names.setdefault(info.name, info.ispkg)
     for name in _namespace_dirs(paths, prefix):
@@ -161,7 +162,7 @@ class PluginRegistry:
 
     def __init__(self, source: int | None = None) -> None:
         self._source = _read_source() if source is None else source
-        self._lock = threading.RLock()
+        self._lock = RLock()
         self._plugins: dict[PluginType, _Plugins] = {}
         self._loading: set[PluginType] = set()
 

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import configparser
-import difflib
-import logging
 from collections.abc import Iterable, Mapping
 from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    import configparser
+    import logging
+
     from torchx.specs.api import CfgVal, runopt, runopts
 
 __all__ = [
@@ -18,7 +18,13 @@ __all__ = [
     "scheduler_run_opts",
 ]
 
-logger: logging.Logger = logging.getLogger("torchx.runner.config")
+
+def _logger() -> logging.Logger:
+    """The ``torchx.runner.config`` logger (``logging`` imported on first use)."""
+    import logging
+
+    return logging.getLogger("torchx.runner.config")
+
 
 ORCHESTRATOR_GROUP = "torchx.schedulers.orchestrator"
 _FIXME_MAX_LEN = 60
@@ -26,6 +32,8 @@ _FIXME_MAX_LEN = 60
 
 def new_config_parser() -> configparser.ConfigParser:
     """Returns a ConfigParser with case-sensitive keys."""
+    import configparser
+
     config = configparser.ConfigParser()
     config.optionxform = str  # type: ignore[assignment, method-assign]
     return config
@@ -50,13 +58,19 @@ def scheduler_run_opts(name: str, factories: Mapping[str, Any]) -> runopts:
     """
     candidates = _all_factories(factories)
     if name not in candidates:
+        import difflib
+
         close = difflib.get_close_matches(name, list(candidates), n=1)
         hint = f" Did you mean `{close[0]}`?" if close else ""
         raise ValueError(
             f"`{name}` is not a registered scheduler. Valid scheduler names:"
             f" {list(candidates)}.{hint}"
         )
-    opts: runopts = candidates[name](session_name="_").run_opts()
+    factory = candidates[name]
+    static = getattr(factory, "static_run_opts", None)  # builtins: without the scheduler
+    opts: runopts | None = static() if static is not None else None
+    if opts is None:
+        opts = candidates[name](session_name="_").run_opts()
     return opts
 
 
@@ -110,7 +124,9 @@ def dump_scheduler_sections(
         try:
             opts = scheduler_run_opts(name, factories)
         except ImportError as e:
-            logger.warning("skipping scheduler `%s`: its module cannot be imported (%s)", name, e)
+            _logger().warning(
+                "skipping scheduler `%s`: its module cannot be imported (%s)", name, e
+            )
             continue
         config.add_section(name)
         for key, value in _section_values(opts, required_only):

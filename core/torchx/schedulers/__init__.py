@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
     from torchx.schedulers._factory import SchedulerFactory
     from torchx.schedulers.api import Scheduler
+    from torchx.specs._runopts import runopts
 
 __all__ = [
     "DEFAULT_SCHEDULER_MODULES",
@@ -38,14 +39,19 @@ class _Builtin:
     """A builtin scheduler: its module, its extra's install hint and the package it provides.
 
     A builtin whose ``requires`` package is missing stays listed but is never the default.
+    ``opts`` names a light module whose ``run_opts()`` gives the scheduler's run options
+    without importing the scheduler (``torchx runopts``).
     """
 
-    __slots__ = ("module", "err", "requires")
+    __slots__ = ("module", "err", "requires", "opts")
 
-    def __init__(self, module: str, err: Optional[str] = None, requires: str = "") -> None:
+    def __init__(
+        self, module: str, err: Optional[str] = None, requires: str = "", opts: str = ""
+    ) -> None:
         self.module = module
         self.err = err  # install hint when the module's third-party import fails
         self.requires = requires
+        self.opts = opts
 
 
 _BUILTINS: Mapping[str, _Builtin] = MappingProxyType(
@@ -53,7 +59,9 @@ _BUILTINS: Mapping[str, _Builtin] = MappingProxyType(
         "local_docker": _Builtin(
             "torchx.schedulers.docker_scheduler", "pip install 'torchx-flow[docker]'", "docker"
         ),
-        "local_cwd": _Builtin("torchx.schedulers.local_scheduler"),
+        "local_cwd": _Builtin(
+            "torchx.schedulers.local_scheduler", opts="torchx.schedulers._local._opts"
+        ),
         "slurm": _Builtin("torchx.schedulers.slurm_scheduler"),
         "kubernetes": _Builtin(
             "torchx.schedulers.kubernetes_scheduler",
@@ -80,6 +88,13 @@ class _LazyFactory:
         module = _import_builtin(self._name, self._builtin)
         scheduler: Scheduler[Any] = module.create_scheduler(session_name, **kwargs)
         return scheduler
+
+    def static_run_opts(self) -> Optional[runopts]:
+        """The scheduler's ``run_opts()`` without importing it, or None when that needs it."""
+        if not self._builtin.opts:
+            return None
+        opts: runopts = importlib.import_module(self._builtin.opts).run_opts()
+        return opts
 
     def usable(self) -> bool:
         """Whether the package the scheduler's extra provides is installed (no import)."""

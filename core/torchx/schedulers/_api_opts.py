@@ -15,14 +15,15 @@ import ast
 import dataclasses
 import functools
 import inspect
-import textwrap
 import types
 import typing
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar, Union
 
-from torchx.specs.api import CfgVal, InvalidRunConfigException, cases, runopts
+from torchx.specs._constants import cases
+from torchx.specs._errors import InvalidRunConfigException
+from torchx.specs._runopts import CfgVal, runopts
 
 __all__ = ["StructuredOpts"]
 
@@ -193,13 +194,9 @@ def _field_docstrings(cls: type) -> dict[str, str]:
 
 @functools.cache
 def _class_docstrings(klass: type) -> dict[str, str]:
-    # cached: inspect.getsource parses the whole module, and runopts are built on every dryrun
-    try:
-        source = textwrap.dedent(inspect.getsource(klass))
-        body = ast.parse(source).body[0]
-    except (OSError, TypeError, SyntaxError, IndexError):
-        return {}
-    if not isinstance(body, ast.ClassDef):
+    # cached: runopts are built on every dryrun
+    body = _class_node(klass)
+    if body is None:
         return {}
     found: dict[str, str] = {}
     stmts = body.body
@@ -213,3 +210,54 @@ def _class_docstrings(klass: type) -> dict[str, str]:
         ):
             found[stmt.target.id] = inspect.cleandoc(nxt.value.value)
     return found
+
+
+def _class_node(klass: type) -> ast.ClassDef | None:
+    """The class statement of ``klass``, found in its module's syntax tree by qualified name.
+
+    Cheaper than ``inspect.getsource`` (which parses the module too, then tokenizes the class
+    to cut its lines out); the first match wins, as there. Classes defined in a function fall
+    back to ``inspect.getsource``.
+    """
+    if "<locals>" in klass.__qualname__:
+        try:
+            import textwrap
+
+            first = ast.parse(textwrap.dedent(inspect.getsource(klass))).body[0]
+        except (OSError, TypeError, SyntaxError, IndexError):
+            return None
+        return first if isinstance(first, ast.ClassDef) else None
+    try:
+        path = inspect.getsourcefile(klass)
+        node: ast.AST | None = _module_tree(path) if path else None
+    except (OSError, TypeError, SyntaxError, ValueError):
+        return None
+    for name in klass.__qualname__.split("."):
+        body = getattr(node, "body", [])
+        node = next(
+            (n for n in _statements(body) if isinstance(n, ast.ClassDef) and n.name == name),
+            None,
+        )
+    return node if isinstance(node, ast.ClassDef) else None
+
+
+def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """The statements of ``body``, those inside ``if``/``try``/``with``/loops included."""
+    for stmt in body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            yield stmt
+            continue
+        for field in ("body", "orelse", "finalbody"):
+            yield from _statements(getattr(stmt, field, []))
+        for handler in getattr(stmt, "handlers", []):
+            yield from _statements(handler.body)
+        yield stmt
+
+
+def _module_tree(path: str) -> ast.Module:
+    import linecache
+
+    lines = linecache.getlines(path)
+    if not lines:
+        raise OSError(f"no source for {path}")
+    return ast.parse("".join(lines), path)

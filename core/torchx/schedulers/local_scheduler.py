@@ -18,7 +18,7 @@ import subprocess
 import time
 import warnings
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from datetime import datetime
 from pathlib import Path
 from pprint import pformat
@@ -41,6 +41,7 @@ from torchx.schedulers._local._images import (
 )
 from torchx.schedulers._local._launch import _LocalAppDef, launch
 from torchx.schedulers._local._logs import iter_log_lines
+from torchx.schedulers._local._opts import Opts
 from torchx.schedulers._local._request import (
     ENV_CUDA_VISIBLE_DEVICES,
     PopenRequest,
@@ -56,7 +57,6 @@ from torchx.schedulers.api import (
     ListAppResponse,
     Scheduler,
     Stream,
-    StructuredOpts,
     filter_regex,
 )
 from torchx.schedulers.ids import make_unique
@@ -112,29 +112,6 @@ class SignalException(Exception):
     def __init__(self, msg: str, sigval: signal.Signals) -> None:
         super().__init__(msg)
         self.sigval = sigval
-
-
-@dataclass
-class Opts(StructuredOpts):
-    """Run options of ``local_cwd``."""
-
-    log_dir: Optional[str] = None
-    """dir to write stdout/stderr log files of replicas (default: the app's state dir)"""
-
-    prepend_cwd: bool = False
-    """if set, prepends CWD to replica's PATH env var making any binaries in CWD take precedence
-    over those in PATH"""
-
-    auto_set_cuda_visible_devices: bool = False
-    """sets the `CUDA_VISIBLE_DEVICES` for roles that request GPU resources; each role replica
-    gets its own contiguous range of GPU indices"""
-
-    detach: bool = False
-    """if set, the app keeps running after the launching process exits (find it by its handle)"""
-
-    grace_period: Optional[float] = None
-    """seconds between SIGTERM and SIGKILL when replicas are stopped (default: the scheduler's,
-    10)"""
 
 
 class LocalScheduler(Scheduler[Mapping[str, CfgVal]]):

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import os
 import re
-from pathlib import Path
 from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
 
 __all__ = [
     "MISSING",
@@ -57,6 +60,8 @@ def TORCHX_HOME(*subdir_paths: str) -> Path:
     Returns:
         The joined path; the directory is created if it does not exist.
     """
+    from pathlib import Path  # not at import: pathlib (urllib, ipaddress) is ~4 ms
+
     root = Path(os.environ.get("TORCHX_HOME") or "~/.torchx").expanduser()
     path = root.joinpath(*subdir_paths)
     path.mkdir(parents=True, exist_ok=True)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import logging
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -14,7 +12,17 @@ from torchx.specs._errors import InvalidRunConfigException
 
 __all__ = ["CfgVal", "runopt", "runopts"]
 
-logger: logging.Logger = logging.getLogger(__name__)
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import logging
+
+
+def _logger() -> logging.Logger:
+    """This module's logger; ``logging`` is imported on first use (not by ``torchx runopts``)."""
+    import logging
+
+    return logging.getLogger(__name__)
+
 
 CfgVal = Optional[Union[str, int, float, bool, List[str], Dict[str, str]]]  # noqa: UP006
 """The type of a run option value."""
@@ -261,7 +269,7 @@ class runopts:
             canonical = self._canonical_key(key)
             if canonical is None:
                 yellow, reset = (_YELLOW, _RESET) if _stderr_is_tty() else ("", "")
-                logger.warning(
+                _logger().warning(
                     f"{yellow}unknown run option passed to scheduler: {key}={value}{reset}"
                 )
                 continue
@@ -278,6 +286,8 @@ class runopts:
             The config: None stays None, list and dict items are stringified,
             other values are kept. Unknown keys are dropped silently.
         """
+        import json
+
         cfg: dict[str, CfgVal] = {}
         for name, value in json.loads(json_repr).items():
             key = self._canonical_key(name)

@@ -161,6 +161,22 @@ def test_create_parser_adds_arguments_only_for_the_selected_command() -> None:
     assert used.args is not None and used.args.flag == "y"
 
 
+def test_sub_parsers_are_created_only_when_selected() -> None:
+    used, unused = _Recorder(), _Recorder()
+    parser = cli_main.create_parser({"used": used, "unused": unused})
+    (action,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    created = {k for k, v in action.choices.items() if isinstance(v, argparse.ArgumentParser)}
+    assert created == set()  # `torchx --help` needs only the names and their help
+    assert "used" in parser.format_help() and "unused" in parser.format_help()
+    parser.parse_args(["used"])
+    created = {k for k, v in action.choices.items() if isinstance(v, argparse.ArgumentParser)}
+    assert created == {"used"}
+    with pytest.raises(argparse.ArgumentError, match="conflicting subparser: used"):
+        action.add_command("used", used, "again")  # type: ignore[attr-defined]
+    with pytest.raises(SystemExit):
+        parser.parse_args(["nope"])  # still an invalid choice
+
+
 def test_run_main_runs_the_command_with_log_level() -> None:
     rec = _Recorder()
     cli_main.run_main({"rec": rec}, ["--log_level", "WARNING", "rec"])

@@ -148,3 +148,48 @@ def test_skip_defaults_returns_plugins_only(install_plugins: Any) -> None:
     assert get_scheduler_factories(skip_defaults=True) == {}
     install_plugins({"custom": "tmp_sched_plugin:create_custom"})
     assert list(get_scheduler_factories(skip_defaults=True)) == ["custom"]
+
+
+def test_static_run_opts_of_local_cwd_are_the_schedulers() -> None:
+    from torchx.runner._config_io import scheduler_run_opts
+    from torchx.schedulers.local_scheduler import Opts, create_scheduler
+
+    factory: Any = get_scheduler_factories()["local_cwd"]
+    static = factory.static_run_opts()
+    scheduler = create_scheduler("_")
+    try:
+        real = scheduler.run_opts()
+    finally:
+        scheduler.close()
+    assert repr(static) == repr(real) and static._opts == real._opts
+    assert repr(scheduler_run_opts("local_cwd", get_scheduler_factories())) == repr(real)
+    assert Opts.__module__ == "torchx.schedulers._local._opts"
+
+
+def test_plugin_replacing_local_cwd_gives_its_own_run_opts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from torchx.runner._config_io import scheduler_run_opts
+
+    (tmp_path / "tmp_opts_plugin.py").write_text(
+        textwrap.dedent(
+            """
+            class _WithOpts:
+                def run_opts(self):
+                    from torchx.specs import runopts
+                    opts = runopts()
+                    opts.add("only_mine", type_=str, help="the plugin's", default="x")
+                    return opts
+
+            def create(session_name, **kwargs):
+                return _WithOpts()
+            """
+        )
+    )
+    write_dist(
+        tmp_path, "tmp_opts_plugin", {"torchx.schedulers": {"local_cwd": "tmp_opts_plugin:create"}}
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    plugins.registry.cache_clear()
+    opts = scheduler_run_opts("local_cwd", get_scheduler_factories())
+    assert list(opts._opts) == ["only_mine"]

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -88,3 +90,48 @@ def test_distributions_added_after_import_are_found(
     monkeypatch.syspath_prepend(str(late))
     assert entrypoints.load("g.late", "p") is __import__("os").path.join
     assert entrypoints.load_group("g.late")["p"]("a", "b") == "a/b"
+
+
+@pytest.fixture
+def _no_custom_finders(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Other tests may import ``importlib_metadata``, whose finder makes every answer True."""
+    monkeypatch.setattr(entrypoints, "_custom_distribution_finders", lambda: False)
+
+
+def _set_mtime(path: Path, seconds_ago: float) -> int:
+    stamp = time.time() - seconds_ago
+    os.utime(path, (stamp, stamp))
+    return path.stat().st_mtime_ns
+
+
+@pytest.mark.usefixtures("_no_custom_finders")
+def test_scan_is_reused_until_a_path_directory_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "reused"
+    root.mkdir()
+    _set_mtime(root, 60)
+    monkeypatch.syspath_prepend(str(root))
+    monkeypatch.setattr(entrypoints, "_scanned", None)
+    assert not entrypoints.group_may_have_entry_points("g.reused")
+    assert entrypoints._scanned is not None  # every path directory is old: kept
+    scanned = entrypoints._scanned
+    assert not entrypoints.group_may_have_entry_points("g.other")
+    assert entrypoints._scanned is scanned  # reused, not rescanned
+    write_dist(root, "reused_dist", {"g.reused": {"p": "os.path:join"}})  # root's mtime: now
+    assert entrypoints.group_may_have_entry_points("g.reused")
+    assert entrypoints.load("g.reused", "p") is os.path.join
+
+
+@pytest.mark.usefixtures("_no_custom_finders")
+def test_recently_changed_directories_are_rescanned(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "racy"
+    root.mkdir()  # changed just now: within the mtime granularity, a scan is not kept
+    monkeypatch.syspath_prepend(str(root))
+    before = root.stat().st_mtime_ns
+    assert not entrypoints.group_may_have_entry_points("g.racy")
+    write_dist(root, "racy_dist", {"g.racy": {"p": "os.path:join"}})
+    os.utime(root, ns=(before, before))  # as if both changes fell in the same mtime tick
+    assert entrypoints.group_may_have_entry_points("g.racy")
