@@ -149,13 +149,14 @@ class LocalScheduler(Scheduler[Mapping[str, CfgVal]]):
     # -- paths -------------------------------------------------------------------------------
 
     def _state_root(self) -> Path:
-        return Path(self._state_dir).expanduser() if self._state_dir else TORCHX_HOME("local")
+        root = Path(self._state_dir).expanduser() if self._state_dir else TORCHX_HOME("local")
+        return root.absolute()
 
     def _get_app_log_dir(self, app_id: str, cfg: Mapping[str, CfgVal]) -> tuple[str, bool]:
         """Return ``(the app's log dir, whether output is redirected to files)``."""
         base = cfg.get("log_dir")
-        if base:
-            return os.path.join(str(base), self.session_name, app_id), True
+        if base:  # absolute: the supervisor does not run in the launcher's working directory
+            return os.path.abspath(os.path.join(str(base), self.session_name, app_id)), True
         return str(self._state_root() / self.session_name / app_id), True
 
     def _cuda_device_count(self) -> int:

@@ -7,7 +7,7 @@ import sys
 import time
 
 from torchx.schedulers._local._reasons import start_error
-from torchx.schedulers._local._spawn import Poller, spawn
+from torchx.schedulers._local._spawn import Poller, find_executable, spawn
 
 TYPE_CHECKING = False  # stdlib-only and fast to start: typing is imported for checkers only
 if TYPE_CHECKING:
@@ -194,17 +194,10 @@ def resolve_command(args: list[str], env: dict[str, str]) -> list[str]:
     environment is not activated (its ``bin`` is not on ``PATH``).
     """
     cmd = args[0] if args else ""
-    if not cmd or "/" in cmd:
+    if not cmd or "/" in cmd or find_executable(cmd, env.get("PATH", os.defpath)):
         return args
-    for folder in env.get("PATH", os.defpath).split(os.pathsep):
-        if _is_executable(os.path.join(folder or ".", cmd)):
-            return args
     beside = os.path.join(os.path.dirname(sys.executable), cmd)
-    return [beside, *args[1:]] if _is_executable(beside) else args
-
-
-def _is_executable(path: str) -> bool:
-    return os.path.isfile(path) and os.access(path, os.X_OK)
+    return [beside, *args[1:]] if find_executable(cmd, os.path.dirname(beside)) else args
 
 
 def _write_all(fd: int, data: bytes) -> None:

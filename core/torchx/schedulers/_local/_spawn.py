@@ -1,13 +1,13 @@
 """Process start and fd polling for the supervisor, on ``os`` and ``select`` alone.
 
 ``subprocess`` and ``selectors`` import ``re``, ``enum``, ``threading`` and more: about as much
-time as the interpreter's own start, paid by every local app. The supervisor is single-threaded,
-so a plain ``fork`` + ``exec`` is safe here; exec failures come back through a close-on-exec pipe,
-as ``subprocess`` does it.
+time as the interpreter's own start, paid by every local app. ``os.posix_spawn`` starts a
+process as fast as ``subprocess`` does (a ``fork`` from Python is three times slower).
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import select
 
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 else:  # the C module: the signal module's enums cost a few ms to import
     import _signal
 
-__all__ = ["Poller", "spawn"]
+__all__ = ["Poller", "find_executable", "spawn"]
 
 # Python ignores these at start-up; a replica gets the default back, as subprocess does it
 _RESTORED_SIGNALS = tuple(
@@ -52,11 +52,37 @@ class Poller:
                 entry[0](entry[1])
 
 
+def find_executable(cmd: str, path: str) -> str | None:
+    """The first executable file named ``cmd`` in the ``path`` (``PATH``-style) directories."""
+    for folder in path.split(os.pathsep):
+        candidate = os.path.join(folder or ".", cmd)
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+def _executable(cmd: str, env: dict[str, str]) -> str:
+    """Where the child's executable is, as ``execvpe`` would find it (after the ``chdir``)."""
+    if "/" in cmd:
+        if not os.path.exists(cmd):
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), cmd)
+        return cmd
+    path = env.get("PATH", os.defpath)
+    found = find_executable(cmd, path) if cmd else None
+    if found is not None:
+        return found
+    denied = any(os.path.exists(os.path.join(d or ".", cmd)) for d in path.split(os.pathsep))
+    code = errno.EACCES if cmd and denied else errno.ENOENT
+    raise OSError(code, os.strerror(code), cmd)
+
+
 def spawn(args: list[str], env: dict[str, str], cwd: str | None, out: int, err: int) -> int:
     """Start ``args`` in a new session with stdin from /dev/null and stdout/stderr on fds.
 
-    A bare command is looked up on ``env["PATH"]``. Every other descriptor is closed in the
-    child.
+    ``posix_spawn`` (a vfork-style start, as fast as ``subprocess``): the working directory is
+    changed in this process first, so every path the supervisor keeps must be absolute. A bare
+    command is looked up on ``env["PATH"]``. The child inherits no other descriptor as long as
+    this process opens all of its own close-on-exec (Python's default).
 
     Args:
         args: the command and its arguments.
@@ -72,68 +98,17 @@ def spawn(args: list[str], env: dict[str, str], cwd: str | None, out: int, err: 
         OSError: the working directory or the command could not be used (``filename`` says
             which), as ``subprocess.Popen`` raises it.
     """
-    max_fd = os.sysconf("SC_OPEN_MAX")  # the soft limit of open files
-    null = os.open(os.devnull, os.O_RDONLY)
-    report_r, report_w = os.pipe()  # close-on-exec: EOF without data means exec worked
+    if cwd:
+        os.chdir(cwd)
+    exe = _executable(args[0] if args else "", env)
+    actions = [
+        (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+        (os.POSIX_SPAWN_DUP2, out, 1),
+        (os.POSIX_SPAWN_DUP2, err, 2),
+    ]
     try:
-        pid = os.fork()
-        if pid == 0:  # pragma: no cover - the child execs or exits, never returns
-            _child(args, env, cwd, (null, out, err), report_w, max_fd)
-        os.close(report_w)
-        report_w = -1
-        report = _read_all(report_r)
-    finally:
-        for fd in (null, report_r, report_w):
-            if fd >= 0:
-                os.close(fd)
-    if report:
-        os.waitpid(pid, 0)
-        step, _, code = report.decode().partition(":")
-        errno = int(code) if code.isdigit() else 0
-        filename = cwd if step == "chdir" else args[0] if args else ""
-        raise OSError(errno, os.strerror(errno), filename)
-    return pid
-
-
-def _child(
-    args: list[str],
-    env: dict[str, str],
-    cwd: str | None,
-    stdio: tuple[int, int, int],
-    report: int,
-    max_fd: int,
-) -> None:  # pragma: no cover - runs in the forked child
-    step = "setup"
-    try:
-        _signal.set_wakeup_fd(-1)  # a signal before exec must not reach the supervisor's loop
-        os.setsid()
-        for target, fd in enumerate(stdio):
-            os.dup2(fd, target)
-        os.closerange(3, report)
-        os.closerange(report + 1, max_fd)
-        for sig in _RESTORED_SIGNALS:
-            _signal.signal(sig, _signal.SIG_DFL)
-        if cwd:
-            step = "chdir"
-            os.chdir(cwd)
-        step = "exec"
-        if not args:
-            raise FileNotFoundError(2, "empty command")
-        if "/" in args[0]:
-            os.execve(args[0], args, env)
-        os.execvpe(args[0], args, env)
+        return os.posix_spawn(
+            exe, args, env, file_actions=actions, setsid=True, setsigdef=_RESTORED_SIGNALS
+        )
     except OSError as e:
-        os.write(report, f"{step}:{e.errno or 0}".encode())
-    except BaseException:
-        os.write(report, f"{step}:0".encode())
-    finally:
-        os._exit(127)
-
-
-def _read_all(fd: int) -> bytes:
-    chunks: list[bytes] = []
-    while True:
-        chunk = os.read(fd, 4096)
-        if not chunk:
-            return b"".join(chunks)
-        chunks.append(chunk)
+        raise OSError(e.errno, e.strerror, args[0]) from None

@@ -406,6 +406,7 @@ def _ignore(signum: int, frame: object) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Entry point: parse ``APP_DIR --control-fd N [--launcher-fd N]`` and run the app."""
     app_dir, control_fd, launcher_fd = parse_supervisor_args(sys.argv[1:] if argv is None else argv)
+    app_dir = os.path.abspath(app_dir)  # replicas are started after a chdir to their cwd
     control = _socket.socket(fileno=control_fd)
     return Supervisor(app_dir, control, launcher_fd).run()
 

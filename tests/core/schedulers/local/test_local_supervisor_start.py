@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,13 @@ from hypothesis import strategies as st
 from torchx.schedulers._local import _launch
 from torchx.schedulers._local._spawn import spawn
 from torchx.schedulers._local._wire import dumps, read_request, write_json_atomic, write_request
+
+
+@pytest.fixture(autouse=True)
+def _restore_cwd(monkeypatch: pytest.MonkeyPatch) -> None:
+    """spawn() changes the calling process's directory (in the supervisor, by design)."""
+    monkeypatch.chdir(os.getcwd())
+
 
 HEAVY = {
     "collections",
@@ -108,18 +116,24 @@ def _run(args: list[str], cwd: str | None = None, env: dict[str, str] | None = N
 
 
 def test_spawn_runs_the_command_in_its_own_session(tmp_path: Path) -> None:
-    leaked = os.open(os.devnull, os.O_RDONLY)
-    os.set_inheritable(leaked, True)  # an fd the child must not see even when inheritable
+    private = os.open(os.devnull, os.O_RDONLY)  # close-on-exec, as Python opens every fd
     try:
         code = (
             "import os, sys; print(os.getpid() == os.getsid(0) == os.getpgid(0));"
             " print(sys.stdin.read() == '');"
-            f" print(os.path.exists('/proc/self/fd/{leaked}')); print(os.getcwd())"
+            f" print(os.path.exists('/proc/self/fd/{private}')); print(os.getcwd())"
         )
         lines = _run([sys.executable, "-c", code], cwd=str(tmp_path)).split()
     finally:
-        os.close(leaked)
+        os.close(private)
     assert lines == ["True", "True", "False", str(tmp_path)]
+
+
+def test_spawn_runs_a_relative_path_from_the_new_working_directory(tmp_path: Path) -> None:
+    script = tmp_path / "tool.sh"
+    script.write_text("#!/bin/sh\necho relative ok\n")
+    script.chmod(0o755)
+    assert _run(["./tool.sh"], cwd=str(tmp_path)) == "relative ok\n"
 
 
 def test_spawn_finds_a_bare_command_on_the_given_path(tmp_path: Path) -> None:
@@ -139,6 +153,7 @@ def test_spawn_restores_sigpipe_for_the_child() -> None:
     ("case", "error", "filename"),
     [
         ("missing_cwd", FileNotFoundError, "cwd"),
+        ("not_executable_on_path", PermissionError, "script"),
         ("missing_command", FileNotFoundError, "no-such-command-xyz"),
         ("missing_path", FileNotFoundError, "/no/such/file"),
         ("not_executable", PermissionError, "script"),
@@ -149,20 +164,22 @@ def test_spawn_reports_what_could_not_be_started(
 ) -> None:
     script = tmp_path / "script"
     script.write_text("#!/bin/sh\n")
-    cwd, args = None, [sys.executable, "-c", "pass"]
+    cwd, args, env = None, [sys.executable, "-c", "pass"], dict(os.environ)
     if case == "missing_cwd":
         cwd = str(tmp_path / "gone")
     elif case == "missing_command":
         args = ["no-such-command-xyz"]
     elif case == "missing_path":
         args = ["/no/such/file"]
+    elif case == "not_executable_on_path":
+        args, env = ["script"], {**os.environ, "PATH": str(tmp_path)}
     else:
         args = [str(script)]
-    expected = {"cwd": str(tmp_path / "gone"), "script": str(script)}.get(filename, filename)
+    expected = {"cwd": str(tmp_path / "gone"), "script": args[0]}.get(filename, filename)
     out_r, out_w = os.pipe()
     try:
         with pytest.raises(error) as info:
-            spawn(args, dict(os.environ), cwd, out_w, out_w)
+            spawn(args, env, cwd, out_w, out_w)
     finally:
         os.close(out_r)
         os.close(out_w)
@@ -182,11 +199,43 @@ def test_the_launched_supervisor_is_isolated_and_site_free(tmp_path: Path) -> No
     app_id = sched.submit(AppDef("iso", roles=[role]), {"log_dir": str(tmp_path / "logs")})
     try:
         state_file = sched._state_root() / "test" / app_id / "state.json"
+        deadline = time.monotonic() + 30
         while sched.describe(app_id).state != AppState.RUNNING:  # type: ignore[union-attr]
+            assert time.monotonic() < deadline
             sched.wait_for_change(app_id, 1)
-        pid = json.loads(state_file.read_text())["supervisor_pid"]
+        state = json.loads(state_file.read_text())
+        pid = state["supervisor_pid"]
         argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
         assert argv[1:3] == [b"-I", b"-S"]
+        # every fd the supervisor keeps is close-on-exec: a replica holds only stdin/out/err
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            flags = Path(f"/proc/{pid}/fdinfo/{fd}").read_text().split("flags:")[1].split()[0]
+            assert int(fd) <= 2 or int(flags, 8) & os.O_CLOEXEC, fd
+        replica = state["roles"][0]["replicas"][0]["pid"]
+        assert sorted(os.listdir(f"/proc/{replica}/fd"), key=int) == ["0", "1", "2"]
     finally:
         marker.touch()
+        sched.close()
+
+
+def test_a_relative_log_dir_is_the_launchers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The supervisor runs elsewhere: a relative ``log_dir`` still means the launcher's cwd."""
+    from torchx.schedulers.local_scheduler import create_scheduler
+    from torchx.specs.api import AppDef, Role
+
+    monkeypatch.chdir(tmp_path)
+    sched = create_scheduler("test", grace_period=1)
+    role = Role("r", "img", entrypoint="echo", args=["hello from", "relative"])
+    try:
+        app_id = sched.submit(AppDef("rel", roles=[role]), {"log_dir": "logs"})
+        deadline = time.monotonic() + 30
+        while sched.describe(app_id).state.name in ("PENDING", "RUNNING"):  # type: ignore[union-attr]
+            assert time.monotonic() < deadline
+            sched.wait_for_change(app_id, 1)
+        assert sched.describe(app_id).state.name == "SUCCEEDED"  # type: ignore[union-attr]
+        assert list(sched.log_iter(app_id, "r", 0)) == ["hello from relative\n"]
+        assert (tmp_path / "logs" / "test" / app_id / "r" / "0" / "stdout.log").exists()
+    finally:
         sched.close()
