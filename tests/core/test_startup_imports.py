@@ -65,6 +65,21 @@ def test_repeated_builtins_import_no_component_nor_specs(tmp_path: Path) -> None
     assert {"docstring_parser", "ast", "inspect", "dataclasses", "logging"} & again == set()
 
 
+def test_run_parses_component_docstrings_only_for_help(tmp_path: Path) -> None:
+    argv = ["run", "--dryrun", "-s", "local_cwd", "utils.echo", "--msg", "hi"]
+    assert "docstring_parser" not in _modules_after(*argv)
+    assert "docstring_parser" in _modules_after("run", "-s", "local_cwd", "utils.echo", "--help")
+
+
+def test_component_help_comes_from_the_docstring() -> None:
+    from torchx.components.utils import echo
+    from torchx.specs.builders import _create_args_parser
+
+    text = _create_args_parser(echo).format_help()
+    assert "Echos a message to stdout" in text
+    assert "message to echo (default: hello world)" in text
+
+
 @pytest.mark.parametrize(
     "text",
     ["/a/b", "rel/dir", ".", "~", "123", "true", "null", "a b", "/p/x.y-z_1", "C:/x", "/a: /b"],

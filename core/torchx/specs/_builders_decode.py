@@ -40,7 +40,35 @@ class ComponentArgsError(TorchXError, ValueError):
 
 
 class ComponentArgumentParser(argparse.ArgumentParser):
-    """An ``ArgumentParser`` that raises :class:`ComponentArgsError` instead of exiting."""
+    """An ``ArgumentParser`` that raises :class:`ComponentArgsError` instead of exiting.
+
+    Its help texts can come from a component's docstring on first use (:meth:`defer_help`):
+    parsing the docstring is needed only to print ``--help``, not to parse arguments.
+    """
+
+    _help_from: Callable[..., Any] | None = None
+
+    def defer_help(self, fn: Callable[..., Any]) -> None:
+        """Reads the description and parameter help from ``fn``'s docstring on first use.
+
+        Parameters added with help ``" "`` get theirs when the help is first formatted.
+
+        Args:
+            fn: the component function.
+        """
+        self._help_from = fn
+
+    def format_help(self) -> str:
+        """Formats the help, reading the component's docstring first if it was deferred."""
+        fn, self._help_from = self._help_from, None
+        if fn is not None:
+            from torchx.specs.file_linter import get_fn_docstring
+
+            self.description, args_desc = get_fn_docstring(fn)
+            for action in self._actions:
+                if action.help == " " and action.dest in args_desc:
+                    action.help = args_desc[action.dest]
+        return super().format_help()
 
     def error(self, message: str) -> NoReturn:
         """Raises :class:`ComponentArgsError` with ``message`` and a close-match hint.

@@ -1,8 +1,8 @@
 """Turning component functions plus CLI strings into an ``AppDef`` (``torchx.specs.builders``).
 
-:func:`_create_args_parser` builds an :mod:`argparse` parser from a component's signature and
-docstring, :func:`component_args_from_str` decodes the parsed strings into typed arguments and
-:func:`materialize_appdef` calls the component with them.
+:func:`_create_args_parser` builds an :mod:`argparse` parser from a component's signature (and,
+when its help is printed, its docstring), :func:`component_args_from_str` decodes the parsed
+strings into typed arguments and :func:`materialize_appdef` calls the component with them.
 
 Precedence of values (high to low): arguments passed explicitly on the command line, then
 ``config`` (a JSON dict, e.g. from ``torchx run --config``), then ``cmpnt_defaults`` (the
@@ -37,7 +37,7 @@ from torchx.specs._builders_decode import (
     resolve_parameters,
 )
 from torchx.specs.api import AppDef, make_app_handle, parse_mounts
-from torchx.specs.file_linter import TorchXArgumentHelpFormatter, get_fn_docstring
+from torchx.specs.file_linter import TorchXArgumentHelpFormatter
 
 __all__ = [
     "ComponentArgs",
@@ -123,10 +123,8 @@ def _create_args_parser(
     Raises:
         TypeError: the component has a ``**kwargs`` parameter.
     """
-    description, args_desc = get_fn_docstring(cmpnt_fn)
     parser = ComponentArgumentParser(
         prog=f"torchx run <run args...> {cmpnt_fn.__name__} ",
-        description=description,
         add_help=False,
         formatter_class=TorchXArgumentHelpFormatter,
     )
@@ -135,8 +133,8 @@ def _create_args_parser(
     )
     defaults = cmpnt_defaults or {}
     for param, annotation in resolve_parameters(cmpnt_fn):
-        help_str = args_desc.get(param.name, " ")
-        _add_parameter(parser, param, annotation, help_str, defaults, config or {})
+        _add_parameter(parser, param, annotation, " ", defaults, config or {})
+    parser.defer_help(cmpnt_fn)  # the docstring is parsed only if the help is printed
     return parser
 
 

@@ -7,7 +7,6 @@ import os
 import socket
 import subprocess
 import sys
-import uuid
 from pathlib import Path
 from typing import Any, Optional
 
@@ -119,7 +118,7 @@ def launch(request: PopenRequest) -> _LocalAppDef:
     """
     _check_log_files(request)
     app_dir = _make_dirs(request)
-    control_name = f"torchx-local-{uuid.uuid4().hex}"
+    control_name = f"torchx-local-{os.urandom(16).hex()}"  # (uuid would import platform)
     control = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     lifeline_r: Optional[int] = None
     lifeline_w: Optional[int] = None
