@@ -84,6 +84,7 @@ class Supervisor:
         self.clients: dict[int, tuple[_socket.socket, bytes]] = {}
         self.waiters: dict[int, str] = {}
         self._pid = os.getpid()
+        self._dirty = False  # a transition is not in state.json yet
         self._dir_checked = time.monotonic()
 
     # -- setup -------------------------------------------------------------------------------
@@ -120,8 +121,10 @@ class Supervisor:
         _become_subreaper()
         if self.phase == "running":
             self.state = "RUNNING"
-        self._write_state()
+        self._dirty = True
         while self.phase != "done":
+            if self._dirty:  # one write for all the transitions of a loop turn
+                self._write_state()
             busy = self.phase == "stopping" or any(r.restart_pending for r in self.replicas)
             self.poller.poll(_TICK if busy else _DIR_CHECK)
             self._reap()
@@ -164,8 +167,7 @@ class Supervisor:
             replica.state = "FAILED"
             self._record(replica, exit_reason(code))
             self._on_failure(replica, exit_reason(code))
-        if self.phase != "running" or not all(r.state == "SUCCEEDED" for r in self.replicas):
-            self._write_state()  # (the last success is written with the app's final state)
+        self._dirty = True
 
     def _record(self, replica: Replica, reason: str) -> None:
         self.reasons[(replica.role, replica.idx)] = (reason, time.time())
@@ -204,7 +206,7 @@ class Supervisor:
                 if replica.restart_pending and not replica.busy() and self.phase == "running":
                     replica.restart_pending = False
                     self._spawn(replica)
-                    self._write_state()
+                    self._dirty = True
             if all(r.state == "SUCCEEDED" for r in self.replicas):
                 self._begin_stop("SUCCEEDED", "")
         if self.phase == "stopping" and not any(r.busy() for r in self.replicas):
@@ -227,7 +229,7 @@ class Supervisor:
             replica.restart_pending = False
             replica.terminate(self.grace)
         if final_state != "SUCCEEDED":
-            self._write_state()
+            self._dirty = True
 
     def _finish(self) -> None:
         self._kill_escaped()
@@ -330,6 +332,7 @@ class Supervisor:
     # -- state -------------------------------------------------------------------------------
 
     def _write_state(self, final: bool = False) -> None:
+        self._dirty = False
         self.seq += 1
         data: dict[str, Any] = {
             "app_id": self.request["app_id"],
