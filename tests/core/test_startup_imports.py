@@ -52,6 +52,30 @@ def test_listing_commands_skip_heavy_modules(argv: list[str]) -> None:
         # nor the scheduler itself, nor the app types (local_cwd's Opts need only runopts)
         assert {"torchx.schedulers.local_scheduler", "torchx.specs.api"} & modules == set()
         assert "logging" not in modules  # configured only once imported (cli._logging)
+        if not group_may_have_entry_points("torchx.schedulers"):
+            assert "torchx.plugins._registry" not in modules  # no plugin can exist
+
+
+def test_scheduler_plugins_are_looked_for_where_they_can_be(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from torchx.schedulers import _may_have_plugin_schedulers
+
+    monkeypatch.setattr(sys, "path", [str(tmp_path / "missing"), str(tmp_path)])
+    monkeypatch.delitem(sys.modules, "torchx.plugins._registry", raising=False)
+    monkeypatch.delitem(sys.modules, "torchx_plugins", raising=False)
+    assert not _may_have_plugin_schedulers()
+    (tmp_path / "torchx_plugins" / "schedulers").mkdir(parents=True)
+    assert _may_have_plugin_schedulers()  # a namespace package directory
+    monkeypatch.setattr(sys, "path", [str(tmp_path / "plugins.zip")])
+    assert not _may_have_plugin_schedulers()
+    (tmp_path / "plugins.zip").write_bytes(b"PK")
+    assert _may_have_plugin_schedulers()  # only the registry can look inside a zip
+    dist = tmp_path / "site" / "acme-1.0.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "entry_points.txt").write_text("[torchx.schedulers]\nacme = acme:create\n")
+    monkeypatch.setattr(sys, "path", [str(tmp_path / "site")])
+    assert _may_have_plugin_schedulers()  # declared entry points
 
 
 def test_repeated_builtins_import_no_component_nor_specs(tmp_path: Path) -> None:

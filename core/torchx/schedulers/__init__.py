@@ -149,14 +149,41 @@ def get_scheduler_factories(*, skip_defaults: bool = False) -> dict[str, Schedul
         ``local_cwd``, ``slurm``, ``kubernetes``; only those installed appear);
         a plugin with a builtin's name replaces it in place, other plugins follow.
     """
-    from torchx import plugins
+    found: Mapping[str, SchedulerFactory] = {}
+    if _may_have_plugin_schedulers():
+        from torchx import plugins
 
-    found: Mapping[str, SchedulerFactory] = plugins.registry().get(plugins.PluginType.SCHEDULER)
+        found = plugins.registry().get(plugins.PluginType.SCHEDULER)
     if skip_defaults:
         return dict(found)
     factories = _builtin_factories()
     factories.update(found)
     return factories
+
+
+def _may_have_plugin_schedulers() -> bool:
+    """Whether a scheduler plugin may exist (if not, the plugin registry is not imported).
+
+    The registry costs ~10 ms (dataclasses, typing). The answer is False only when no
+    ``sys.path`` entry is a file (a zip) or holds a ``torchx_plugins`` directory, no installed
+    distribution may declare ``torchx.schedulers`` entry points, and the registry was not
+    imported already (then its state counts).
+    """
+    import os
+    import sys
+
+    from torchx.util.entrypoints import group_may_have_entry_points
+
+    if "torchx.plugins._registry" in sys.modules or "torchx_plugins" in sys.modules:
+        return True
+    for entry in sys.path:
+        folder = entry or "."
+        if os.path.isdir(folder):
+            if os.path.isdir(os.path.join(folder, "torchx_plugins")):
+                return True
+        elif os.path.exists(folder):
+            return True  # a zip or another file: only the registry can look inside
+    return group_may_have_entry_points("torchx.schedulers")
 
 
 def get_default_scheduler_name() -> str:
