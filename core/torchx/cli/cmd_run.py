@@ -168,7 +168,7 @@ class CmdRun(SubCommand):
             if not args.stdin:
                 opts = runner.scheduler_run_opts(run_args.scheduler)
                 run_args.scheduler_cfg = opts.cfg_from_str(args.scheduler_args or "")
-            self._run(runner, run_args)
+            self._run(runner, run_args, from_stdin=bool(args.stdin))
 
     def _parser(self) -> argparse.ArgumentParser:
         if self._subparser is None:
@@ -205,7 +205,7 @@ class CmdRun(SubCommand):
         run_args.dryrun = run_args.dryrun or args.dryrun
         return run_args
 
-    def _run(self, runner: Runner, run_args: TorchXRunArgs) -> None:
+    def _run(self, runner: Runner, run_args: TorchXRunArgs, from_stdin: bool = False) -> None:
         from torchx.runner import config
         from torchx.specs.api import InvalidRunConfigException
         from torchx.specs.finder import ComponentNotFoundException, ComponentValidationException
@@ -230,10 +230,15 @@ class CmdRun(SubCommand):
                 f"{exception_message(e)}"
             ) from e
         except InvalidRunConfigException as e:
+            where = (
+                '`"scheduler_args": {"key1": value1, ...}` of the JSON input'
+                if from_stdin
+                else "`-cfg key1=value1,key2=value2`"
+            )
             raise CliError(
                 f"Invalid scheduler configuration: {exception_message(e)}. Set run options"
-                f" with `-cfg key1=value1,key2=value2` or in the [{scheduler}] section of"
-                f" .torchxconfig; `torchx runopts {scheduler}` lists them"
+                f" with {where} or in the [{scheduler}] section of .torchxconfig;"
+                f" `torchx runopts {scheduler}` lists them"
             ) from e
 
     def _call_args(self, run_args: TorchXRunArgs, cfg: dict[str, Any]) -> dict[str, Any]:

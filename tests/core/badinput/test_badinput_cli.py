@@ -94,6 +94,15 @@ def test_stdin_field_of_the_wrong_type(bad: BadInput) -> None:
     assert "field `dryrun` of the run command must be a boolean" in line
 
 
+def test_stdin_run_option_of_the_wrong_type_points_at_the_json(bad: BadInput) -> None:
+    data = {**_STDIN_BASE, "scheduler_args": {"prepend_cwd": "maybe"}}
+    line = bad.run("run", "--stdin", stdin=json.dumps(data))
+    assert "prepend_cwd, must be of type: bool" in line
+    assert '`"scheduler_args": {"key1": value1, ...}` of the JSON input' in line
+    assert "-cfg" not in line  # there is no command line to add it to
+    assert bad.apps() == []
+
+
 def test_stdin_workspace_that_does_not_exist(bad: BadInput) -> None:
     data = {**_STDIN_BASE, "workspace": "/no/such/ws"}
     assert "workspace `/no/such/ws` does not exist" in bad.run(
