@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Optional
 
 import pytest
+from _support import write_dist
 
-import torchx.runner.api as runner_api
 from torchx.runner import Runner, get_runner
 from torchx.schedulers.api import DescribeAppResponse, ListAppResponse, Scheduler
 from torchx.specs.api import (
@@ -157,13 +158,30 @@ def _apis(records: list[logging.LogRecord]) -> list[str]:
 # ------------------------------------------------------------------ construction
 
 
-def test_get_runner_uses_module_level_factories(
-    monkeypatch: pytest.MonkeyPatch, factory: Factory
+def test_get_runner_finds_scheduler_plugins_through_entry_points(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(runner_api, "get_scheduler_factories", lambda: {"fake": factory})
-    with get_runner() as runner:
-        assert runner.name() == "torchx"
-        assert runner.scheduler_backends() == ["fake"]
+    from torchx.plugins import registry
+
+    write_dist(tmp_path, "fakesched", {"torchx.schedulers": {"fake": "fakesched:create"}})
+    (tmp_path / "fakesched.py").write_text(
+        "from torchx.testing import FakeScheduler\n"
+        "def create(session_name, **kwargs):\n"
+        "    return FakeScheduler(session_name)\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delenv("TORCHX_PLUGINS_SOURCE", raising=False)
+    registry.cache_clear()
+    try:
+        with get_runner() as runner:
+            assert runner.name() == "torchx"
+            assert runner.scheduler_backends()[-1] == "fake"  # after the builtins
+            assert "local_cwd" in runner.scheduler_backends()
+            handle = runner.run(make_app(), "fake")
+            assert handle.startswith("fake://torchx/")
+    finally:
+        registry.cache_clear()
+        sys.modules.pop("fakesched", None)
     with pytest.warns(FutureWarning, match="Custom session names are deprecated"):
         assert get_runner("custom").name() == "custom"
 
