@@ -28,6 +28,10 @@ def _basic_config(logging: ModuleType, level: str) -> None:
         format=f"{colors.GRAY}torchx{colors.ENDC} %(asctime)s %(levelname)-8s %(message)s",
         datefmt="%Y-%m-%d %H:%M:%S",
     )
+    if logging.getLogger().getEffectiveLevel() > logging.DEBUG:
+        # urllib3 warns once per retry of an unreachable server (Kubernetes API, registry);
+        # the command ends with one line that says so. --log_level DEBUG shows the retries.
+        logging.getLogger("urllib3.connectionpool").setLevel(logging.ERROR)
 
 
 class _ConfigureOnImport:

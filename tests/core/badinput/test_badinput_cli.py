@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -178,3 +179,26 @@ def test_usage_errors_exit_2(bad: BadInput, args: tuple[str, ...], fragment: str
 
     proc = run_torchx(*args, stdin="{}", cwd=bad.cwd)
     assert fragment in bad.check(proc, code=2)
+
+
+def test_unreachable_kubernetes_api_server_is_one_line(bad: BadInput) -> None:
+    """urllib3's retry warnings stay out of the way of the one error line."""
+    import socket
+
+    from _support import run_torchx
+
+    with socket.socket() as probe:  # a loopback port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    kubeconfig = bad.cwd / "kubeconfig"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: x\n"
+        f"clusters: [{{name: c, cluster: {{server: 'https://127.0.0.1:{port}'}}}}]\n"
+        "contexts: [{name: x, context: {cluster: c, user: u}}]\n"
+        "users: [{name: u, user: {token: t}}]\n"
+    )
+    env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
+    proc = run_torchx("status", "kubernetes://torchx/default:nosuch-abc", env=env, cwd=bad.cwd)
+    line = bad.check(proc)
+    assert f"cannot reach the Kubernetes API server at https://127.0.0.1:{port}" in line
+    assert proc.stderr.strip().splitlines() == [line]
