@@ -62,7 +62,7 @@ print(time.perf_counter() - t0)
 
 
 def bench_tasks(tmp: Path, n: int) -> None:
-    from torchx_airflow._local_airflow import prepare_home
+    from torchx_airflow._local_airflow import dag_test_argv, prepare_home
 
     env = {**os.environ, **prepare_home(tmp / "airflow")}
     env["TORCHX_HOME"] = str(tmp / "torchx_home")
@@ -70,7 +70,7 @@ def bench_tasks(tmp: Path, n: int) -> None:
     dag = Path(env["AIRFLOW__CORE__DAGS_FOLDER"]) / "bench_airflow.py"
     dag.write_text(textwrap.dedent(BENCH_DAG.format(n=n)))
     out = subprocess.run(
-        [sys.executable, "-m", "torchx_airflow._local_airflow", "test", str(dag), "bench_airflow"],
+        dag_test_argv(dag, "bench_airflow"),
         env=env,
         capture_output=True,
         text=True,

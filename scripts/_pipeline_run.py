@@ -24,23 +24,14 @@ def _checkpoint(workdir: Path) -> str:
 
 
 def airflow(workdir: Path, steps: int) -> int:
-    from torchx_airflow._local_airflow import prepare_home
+    from torchx_airflow._local_airflow import dag_test_argv, prepare_home
 
     start = time.time()
     with tempfile.TemporaryDirectory(prefix="torchx-airflow-") as home:
         env = {**os.environ, **prepare_home(Path(home) / "airflow")}
         env["AIRFLOW__CORE__DAGS_FOLDER"] = str(REPO / "dags")
-        conf = json.dumps({"workdir": str(workdir), "steps": steps})
-        cmd = [
-            sys.executable,
-            "-m",
-            "torchx_airflow._local_airflow",
-            "test",
-            str(REPO / "dags" / "torchx_training.py"),
-            "torchx_training",
-            "--conf",
-            conf,
-        ]
+        conf = {"workdir": str(workdir), "steps": steps}
+        cmd = dag_test_argv(REPO / "dags" / "torchx_training.py", "torchx_training", conf)
         proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, text=True)
     lines = proc.stdout.strip().splitlines()
     try:

@@ -106,7 +106,7 @@ def run_training_dag(
     """
     import json
 
-    from torchx_airflow._local_airflow import prepare_home
+    from torchx_airflow._local_airflow import dag_test_argv, prepare_home
 
     env = {
         **os.environ,
@@ -116,16 +116,7 @@ def run_training_dag(
         **(extra_env or {}),
     }
     proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "torchx_airflow._local_airflow",
-            "test",
-            str(REPO / "dags" / "torchx_training.py"),
-            "torchx_training",
-            "--conf",
-            json.dumps(conf),
-        ],
+        dag_test_argv(REPO / "dags" / "torchx_training.py", "torchx_training", conf),
         capture_output=True,
         text=True,
         env=env,

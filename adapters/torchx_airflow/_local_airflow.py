@@ -28,7 +28,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Optional
 
-__all__ = ["airflow_env", "prepare_home", "retry_task", "run_dag_test"]
+__all__ = ["airflow_env", "dag_test_argv", "prepare_home", "retry_task", "run_dag_test"]
 
 _DB = "airflow.db"
 
@@ -51,6 +51,30 @@ def airflow_env(home: Path, dags_folder: Optional[Path] = None) -> dict[str, str
         "AIRFLOW__API__HOST": "127.0.0.1",
         "AIRFLOW__CORE__LAZY_LOAD_PLUGINS": "True",
     }
+
+
+def dag_test_argv(
+    dag_file: Path,
+    dag_id: str,
+    conf: Optional[Mapping[str, Any]] = None,
+    logical_date: Optional[str] = None,
+) -> list[str]:
+    """The command that runs :func:`run_dag_test` in a child process (``python -m ... test``).
+
+    Run it with the environment of :func:`prepare_home`; its last stdout line is the summary.
+
+    Args:
+        dag_file: the DAG file.
+        dag_id: the DAG id.
+        conf: the run's ``conf`` (DAG params).
+        logical_date: the run's logical date (ISO 8601); default: now.
+    """
+    argv = [sys.executable, "-m", "torchx_airflow._local_airflow", "test", str(dag_file), dag_id]
+    if conf:
+        argv += ["--conf", json.dumps(dict(conf))]
+    if logical_date:
+        argv += ["--logical-date", logical_date]
+    return argv
 
 
 def _migrate(home: Path) -> None:

@@ -58,16 +58,9 @@ def write_dag(airflow_env: dict[str, str]) -> Callable[[str], Path]:
 
 
 def _cmd(dag_file: Path, dag_id: str) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "torchx_airflow._local_airflow",
-        "test",
-        str(dag_file),
-        dag_id,
-        "--logical-date",
-        LOGICAL_DATE,
-    ]
+    from torchx_airflow._local_airflow import dag_test_argv
+
+    return dag_test_argv(dag_file, dag_id, logical_date=LOGICAL_DATE)
 
 
 def run_dag(
