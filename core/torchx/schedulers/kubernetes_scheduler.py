@@ -214,13 +214,22 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVal]])
     ) -> None:
         super().__init__("kubernetes", session_name, docker_client=docker_client)
         self._client = client
+        self._owns_client = False  # an injected client belongs to the caller
 
     # -- client ------------------------------------------------------------------------------
 
     def _api_client(self) -> Any:
         if self._client is None:
             self._client = load_api_client()
+            self._owns_client = True
         return self._client
+
+    def close(self) -> None:
+        """Closes the API client this scheduler loaded (its connection pool and threads)."""
+        if self._owns_client and self._client is not None:
+            self._client.close()
+            self._client, self._owns_client = None, False
+        super().close()
 
     def _get_active_context(self) -> dict[str, Any]:
         from kubernetes import config
