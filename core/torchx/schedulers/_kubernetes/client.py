@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -29,7 +30,9 @@ def load_api_client() -> Any:
         config.load_incluster_config(client_configuration=configuration)
     except config.ConfigException:
         try:
-            config.load_kube_config(client_configuration=configuration)
+            # KUBECONFIG as it is now (the client's default is read once, at its import)
+            kubeconfig = os.environ.get("KUBECONFIG") or None
+            config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)
         except (config.ConfigException, OSError) as e:
             raise ClusterUnreachable(
                 f"no Kubernetes cluster configured ({e}); set KUBECONFIG to a kubeconfig file,"
