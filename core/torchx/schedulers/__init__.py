@@ -12,7 +12,6 @@ TorchX, where any scheduler plugin hid every builtin.
 
 from __future__ import annotations
 
-import importlib
 from types import MappingProxyType
 
 # Every local_cwd supervisor imports this package (``torchx.schedulers._local.supervisor``):
@@ -93,7 +92,9 @@ class _LazyFactory:
         """The scheduler's ``run_opts()`` without importing it, or None when that needs it."""
         if not self._builtin.opts:
             return None
-        opts: runopts = importlib.import_module(self._builtin.opts).run_opts()
+        from importlib import import_module
+
+        opts: runopts = import_module(self._builtin.opts).run_opts()
         return opts
 
     def usable(self) -> bool:
@@ -106,7 +107,9 @@ class _LazyFactory:
 
 def _import_builtin(name: str, builtin: _Builtin) -> Any:
     try:
-        return importlib.import_module(builtin.module)
+        from importlib import import_module
+
+        return import_module(builtin.module)
     except ModuleNotFoundError as e:
         missing = e.name or ""
         if builtin.err is None or missing.split(".")[0] == "torchx":

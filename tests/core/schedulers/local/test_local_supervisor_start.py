@@ -34,6 +34,7 @@ HEAVY = {
     "collections",
     "ctypes",
     "enum",
+    "importlib",
     "json",
     "pathlib",
     "re",
@@ -42,6 +43,7 @@ HEAVY = {
     "subprocess",
     "threading",
     "typing",
+    "warnings",
 }
 
 
