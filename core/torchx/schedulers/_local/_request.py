@@ -137,6 +137,8 @@ def build_role_params(
     """
     img_root = provider.fetch_role(role)
     cwd = provider.get_role_cwd(role)
+    if cwd:  # the supervisor runs elsewhere: a relative directory means the launcher's
+        cwd = os.path.abspath(cwd)
     params: list[ReplicaParam] = []
     log_dirs: list[str] = []
     for replica_id in range(role.num_replicas):

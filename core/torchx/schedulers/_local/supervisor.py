@@ -69,7 +69,16 @@ class Supervisor:
         self.app_restarts = 0
         inherited = dict(os.environ)
         self.replicas = [
-            Replica(role["name"], i, {**spec, "env": spawn_env(spec["env"], inherited)})
+            Replica(
+                role["name"],
+                i,
+                # no cwd: the app dir, where the supervisor started (it chdirs per replica)
+                {
+                    **spec,
+                    "env": spawn_env(spec["env"], inherited),
+                    "cwd": spec.get("cwd") or app_dir,
+                },
+            )
             for role in self.roles
             for i, spec in enumerate(role["replicas"])
         ]

@@ -195,16 +195,20 @@ def test_the_launched_supervisor_is_isolated_and_site_free(tmp_path: Path) -> No
     from torchx.specs.api import AppDef, AppState, Role
 
     sched = create_scheduler("test", grace_period=1)
-    marker = tmp_path / "go"
-    code = "import os, sys, time\nwhile not os.path.exists(sys.argv[1]): time.sleep(0.05)"
-    role = Role("r", "img", entrypoint=sys.executable, args=["-c", code, str(marker)])
+    marker, ready = tmp_path / "go", tmp_path / "ready"
+    code = (
+        "import os, sys, time\nopen(sys.argv[2], 'w').close()\n"
+        "while not os.path.exists(sys.argv[1]): time.sleep(0.05)"
+    )
+    role = Role("r", "img", entrypoint=sys.executable, args=["-c", code, str(marker), str(ready)])
     app_id = sched.submit(AppDef("iso", roles=[role]), {"log_dir": str(tmp_path / "logs")})
     try:
         state_file = sched._state_root() / "test" / app_id / "state.json"
         deadline = time.monotonic() + 30
-        while sched.describe(app_id).state != AppState.RUNNING:  # type: ignore[union-attr]
+        while not ready.exists():  # the replica is past its start-up (no file open)
             assert time.monotonic() < deadline
-            sched.wait_for_change(app_id, 1)
+            time.sleep(0.02)
+        assert sched.describe(app_id).state == AppState.RUNNING  # type: ignore[union-attr]
         state = json.loads(state_file.read_text())
         pid = state["supervisor_pid"]
         argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
@@ -241,3 +245,32 @@ def test_a_relative_log_dir_is_the_launchers(
         assert (tmp_path / "logs" / "test" / app_id / "r" / "0" / "stdout.log").exists()
     finally:
         sched.close()
+
+
+def test_a_replica_without_cwd_starts_in_the_app_dir_whatever_ran_before(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The supervisor chdirs per replica: one without a cwd must not inherit the previous one's."""
+    from torchx.schedulers.local_scheduler import create_scheduler
+    from torchx.specs.api import AppDef, Role
+
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    sched = create_scheduler("test", grace_period=1)
+    roles = [Role(name, "img", entrypoint="pwd") for name in ("first", "second")]
+    info = sched.submit_dryrun(AppDef("cwds", roles=roles), {"log_dir": str(tmp_path / "logs")})
+    info.request.role_params["second"][0].cwd = None  # e.g. an image provider without one
+    try:
+        app_id = sched.schedule(info)
+        deadline = time.monotonic() + 30
+        while sched.describe(app_id).state.name in ("PENDING", "RUNNING"):  # type: ignore[union-attr]
+            assert time.monotonic() < deadline
+            sched.wait_for_change(app_id, 1)
+        first = list(sched.log_iter(app_id, "first", 0))
+        second = list(sched.log_iter(app_id, "second", 0))
+    finally:
+        sched.close()
+    assert first == [f"{work}\n"]
+    app_dir = sched._state_root() / "test" / app_id
+    assert second == [f"{app_dir}\n"]
