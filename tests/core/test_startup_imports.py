@@ -59,8 +59,14 @@ def test_listing_commands_skip_heavy_modules(argv: list[str]) -> None:
 def test_scheduler_plugins_are_looked_for_where_they_can_be(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from importlib.machinery import PathFinder
+
     from torchx.schedulers import _may_have_plugin_schedulers
 
+    # other tests may have installed a custom distribution finder (importlib_metadata does),
+    # which makes any entry-point answer "maybe": this test wants the plain path finder only
+    plain = [f for f in sys.meta_path if not hasattr(f, "find_distributions")]
+    monkeypatch.setattr(sys, "meta_path", [*plain, PathFinder])
     monkeypatch.setattr(sys, "path", [str(tmp_path / "missing"), str(tmp_path)])
     monkeypatch.delitem(sys.modules, "torchx.plugins._registry", raising=False)
     monkeypatch.delitem(sys.modules, "torchx_plugins", raising=False)
