@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 import time
@@ -66,11 +67,12 @@ class Replica:
                 out_w,
                 err_w,
             )
-        except OSError as e:
+        except (OSError, ValueError) as e:  # ValueError: a NUL byte in an argument or the env
             os.close(out_r)
             os.close(err_r)
-            self._write("stderr", f"torchx: {start_error(self.spec, e)}\n".encode())
-            return e
+            error = e if isinstance(e, OSError) else OSError(errno.EINVAL, str(e))
+            self._write("stderr", f"torchx: {start_error(self.spec, error)}\n".encode())
+            return error
         finally:
             os.close(out_w)
             os.close(err_w)

@@ -274,3 +274,16 @@ def test_a_replica_without_cwd_starts_in_the_app_dir_whatever_ran_before(
     assert first == [f"{work}\n"]
     app_dir = sched._state_root() / "test" / app_id
     assert second == [f"{app_dir}\n"]
+
+
+def test_a_nul_byte_in_the_env_fails_the_replica_not_the_supervisor(tmp_path: Path) -> None:
+    from torchx.schedulers._local._replica import Replica
+    from torchx.schedulers._local._spawn import Poller
+
+    logs = {s: str(tmp_path / f"{s}.log") for s in ("stdout", "stderr", "combined")}
+    spec = {"args": ["/bin/true"], "env": {"BAD": "a\x00b"}, "cwd": str(tmp_path), **logs}
+    replica = Replica("r", 0, spec)
+    error = replica.spawn(Poller())
+    replica.close()
+    assert isinstance(error, OSError) and "null" in str(error)
+    assert "torchx: could not start /bin/true" in (tmp_path / "stderr.log").read_text()
