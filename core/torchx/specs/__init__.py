@@ -119,52 +119,9 @@ __all__ = [
     "Workspace",
 ]
 
-_API_NAMES = frozenset(
-    {
-        "ALL",
-        "MISSING",
-        "NA",
-        "NONE",
-        "NULL_RESOURCE",
-        "TORCHX_CONTEXT_NAME",
-        "TORCHX_HOME",
-        "UNKNOWN",
-        "AppDef",
-        "AppDryRunInfo",
-        "AppHandle",
-        "AppState",
-        "AppStatus",
-        "BindMount",
-        "CapabilityKey",
-        "CfgVal",
-        "DeviceMount",
-        "InvalidRunConfigException",
-        "MalformedAppHandleException",
-        "ParsedAppHandle",
-        "ReplicaState",
-        "ReplicaStatus",
-        "Resource",
-        "RetryPolicy",
-        "Role",
-        "RoleStatus",
-        "UnknownAppException",
-        "UnknownSchedulerException",
-        "VolumeMount",
-        "Workspace",
-        "app_metadata",
-        "cases",
-        "get_type_name",
-        "is_terminal",
-        "macros",
-        "make_app_handle",
-        "parse_app_handle",
-        "parse_mounts",
-        "runopt",
-        "runopts",
-    }
-)
+# where each name lives: torchx.specs.api unless said otherwise below
 _LAZY: dict[str, str] = {
-    **dict.fromkeys(_API_NAMES, "torchx.specs.api"),
+    **dict.fromkeys(__all__, "torchx.specs.api"),
     **dict.fromkeys(
         [
             "GiB",
