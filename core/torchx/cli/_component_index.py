@@ -29,6 +29,9 @@ from __future__ import annotations
 import os
 import sys
 
+from torchx.util.entrypoints import _custom_distribution_finders as _uncertain_distributions
+from torchx.util.entrypoints import _dist_info_dirs
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
@@ -104,34 +107,13 @@ def load_names() -> list[str] | None:
     return None  # truncated: no end marker
 
 
-def _uncertain_distributions() -> bool:
-    """Whether entry points may come from somewhere the stat list cannot follow."""
-    from importlib.machinery import PathFinder
-
-    return any(
-        finder is not PathFinder and hasattr(finder, "find_distributions")
-        for finder in sys.meta_path
-    )
-
-
 def _path_entries() -> list[str] | None:
-    paths: list[str] = []
-    for entry in sys.path:
-        path = entry or os.getcwd()
-        if os.path.isfile(path):
-            return None
-        paths.append(path)
-        try:
-            it = os.scandir(path)
-        except OSError:
-            continue
-        with it:
-            for d in it:
-                if d.name.endswith(".egg"):
-                    return None
-                if d.name.endswith((".dist-info", ".egg-info")):
-                    paths.append(os.path.join(d.path, "entry_points.txt"))
-    return paths
+    """Every ``sys.path`` entry and the ``entry_points.txt`` of each distribution on it."""
+    paths = [entry or os.getcwd() for entry in sys.path]
+    dists = _dist_info_dirs(paths)
+    if dists is None:
+        return None
+    return [*paths, *(os.path.join(d, "entry_points.txt") for d in dists)]
 
 
 def _package_dirs(dirs: Iterable[str]) -> Iterator[str]:

@@ -21,7 +21,7 @@ import sys
 # ``torchx --help`` imports this module: no ``typing``/``difflib`` at run time
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Callable, Iterable, Mapping
     from importlib.metadata import EntryPoint
     from typing import Any
 
@@ -187,7 +187,19 @@ def _declared_entry_points() -> bytes | None:
 
 
 def _scan_entry_points(paths: tuple[str, ...]) -> bytes | None:
-    found: list[bytes] = []
+    dists = _dist_info_dirs(paths)
+    if dists is None:
+        return None
+    return b"\n".join(_read_entry_points(d) for d in dists)
+
+
+def _dist_info_dirs(paths: Iterable[str]) -> list[str] | None:
+    """The ``*.dist-info``/``*.egg-info`` dirs directly in ``paths``, in order.
+
+    None when a path entry is a file (a zip) or holds an ``.egg``: entry points there cannot be
+    found by listing directories.
+    """
+    found: list[str] = []
     for path in paths:
         if os.path.isfile(path):
             return None
@@ -200,8 +212,8 @@ def _scan_entry_points(paths: tuple[str, ...]) -> bytes | None:
                 if d.name.endswith(".egg"):
                     return None
                 if d.name.endswith((".dist-info", ".egg-info")):
-                    found.append(_read_entry_points(d.path))
-    return b"\n".join(found)
+                    found.append(d.path)
+    return found
 
 
 def _read_entry_points(dist_dir: str) -> bytes:
