@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from torchx.schedulers._local._protocol import parse_supervisor_args
+from torchx.schedulers._local._wire import parse_supervisor_args
 from torchx.specs.api import Workspace
 from torchx.specs.finder import get_component, get_components
 from torchx.util.entrypoints import group_may_have_entry_points

@@ -1,6 +1,6 @@
 """The on-disk and socket protocol shared by the launcher and the per-app supervisor.
 
-The launcher's side; the supervisor's own side is ``_wire`` (this module re-exports it).
+The launcher's side; the supervisor's own side is ``_wire`` (the names both use are re-exported).
 
 App dir layout (``{state_root}/{session}/{app_id}/``): ``request.json`` (written once by the
 launcher, with a ``marshal`` copy for the supervisor), ``state.json`` (rewritten atomically by
@@ -23,10 +23,7 @@ from pathlib import Path
 
 from torchx.schedulers._local._wire import (
     REQUEST_FILE,
-    REQUEST_MARSHAL,
     STATE_FILE,
-    parse_supervisor_args,
-    spawn_env,
     write_json_atomic,
     write_request,
 )
@@ -37,12 +34,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "REQUEST_FILE",
-    "REQUEST_MARSHAL",
     "STATE_FILE",
     "SUPERVISOR_LOG",
     "TERMINAL_STATES",
-    "parse_supervisor_args",
-    "spawn_env",
     "connect",
     "is_alive",
     "read_json",
