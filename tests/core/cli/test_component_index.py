@@ -66,15 +66,21 @@ def _poison() -> None:
     index.write_text("\n".join([*kept, f"name {POISON}", "end"]) + "\n")
 
 
-@pytest.fixture
-def site(tmp_path: Path) -> Path:
-    """A site dir with package ``flowcomps`` (module ``a``) declared as components ``my``."""
+def _site(tmp_path: Path, entry_points: dict[str, str]) -> Path:
+    """A site dir with package ``flowcomps`` (module ``a``) and its distribution."""
     root = tmp_path / "site"
     pkg = root / "flowcomps"
     pkg.mkdir(parents=True)
     (pkg / "__init__.py").write_text("")
     (pkg / "a.py").write_text(COMPONENT.format(name="hello"))
-    write_dist(root, "flowcomps", {"torchx.components": {"my": "flowcomps"}})
+    write_dist(root, "flowcomps", {"torchx.components": entry_points} if entry_points else {})
+    return root
+
+
+@pytest.fixture
+def site(tmp_path: Path) -> Path:
+    """A site dir with package ``flowcomps`` (module ``a``) declared as components ``my``."""
+    root = _site(tmp_path, {"my": "flowcomps"})
     _backdate(root)
     return root
 
@@ -144,12 +150,7 @@ def test_entry_points_edited_in_place_invalidate(site: Path) -> None:
 
 
 def test_entry_points_added_to_an_existing_distribution_invalidate(tmp_path: Path) -> None:
-    root = tmp_path / "site"
-    pkg = root / "flowcomps"
-    pkg.mkdir(parents=True)
-    (pkg / "__init__.py").write_text("")
-    (pkg / "a.py").write_text(COMPONENT.format(name="hello"))
-    write_dist(root, "flowcomps", {})
+    root = _site(tmp_path, {})
     (eps,) = root.glob("*.dist-info/entry_points.txt")
     eps.unlink()  # a distribution without entry points
     _backdate(root)
