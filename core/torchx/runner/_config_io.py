@@ -70,7 +70,7 @@ def scheduler_run_opts(name: str, factories: Mapping[str, Any]) -> runopts:
     static = getattr(factory, "static_run_opts", None)  # builtins: without the scheduler
     opts: runopts | None = static() if static is not None else None
     if opts is None:
-        opts = candidates[name](session_name="_").run_opts()
+        opts = factory(session_name="_").run_opts()
     return opts
 
 
