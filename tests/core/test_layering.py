@@ -29,6 +29,8 @@ PACKAGES = {
     "torchx_kfp": ROOT / "adapters" / "torchx_kfp",
 }
 SUPERVISOR = "torchx.schedulers._local.supervisor"
+# what a supervisor process runs: started per app, or prestarted ("spare")
+SUPERVISOR_ENTRIES = (SUPERVISOR, "torchx.schedulers._local._spare_entry")
 
 
 def _module_name(package: str, root: Path, path: Path) -> str:
@@ -160,16 +162,18 @@ def _closure(start: str) -> tuple[set[str], set[str]]:
     return seen, external
 
 
-def test_supervisor_imports_only_the_standard_library() -> None:
-    torchx_modules, external = _closure(SUPERVISOR)
+@pytest.mark.parametrize("entry", SUPERVISOR_ENTRIES)
+def test_supervisor_imports_only_the_standard_library(entry: str) -> None:
+    torchx_modules, external = _closure(entry)
     assert SUPERVISOR in torchx_modules
     assert sorted(external - set(sys.stdlib_module_names)) == []
 
 
-def test_supervisor_import_at_runtime_loads_no_third_party_module() -> None:
+@pytest.mark.parametrize("entry", SUPERVISOR_ENTRIES)
+def test_supervisor_import_at_runtime_loads_no_third_party_module(entry: str) -> None:
     code = (
         "import sys; before = set(sys.modules)\n"
-        f"import {SUPERVISOR}\n"
+        f"import {entry}\n"
         "new = {m.split('.')[0] for m in set(sys.modules) - before}\n"
         "print(','.join(sorted(new - set(sys.stdlib_module_names) - {'torchx'})))\n"
     )

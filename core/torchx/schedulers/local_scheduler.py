@@ -39,7 +39,7 @@ from torchx.schedulers._local._images import (
     ImageProvider,
     LocalDirectoryImageProvider,
 )
-from torchx.schedulers._local._launch import _LocalAppDef, launch
+from torchx.schedulers._local._launch import _LocalAppDef, launch, prestarted_supervisor
 from torchx.schedulers._local._logs import iter_log_lines
 from torchx.schedulers._local._opts import Opts
 from torchx.schedulers._local._request import (
@@ -94,6 +94,7 @@ __all__ = [
     "_join_PATH",
     "create_scheduler",
     "make_unique",
+    "prestarted_supervisor",
 ]
 
 logger: logging.Logger = logging.getLogger(__name__)

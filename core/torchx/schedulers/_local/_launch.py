@@ -3,20 +3,23 @@
 from __future__ import annotations
 
 import _thread
+import contextlib
 import os
 import socket
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Optional
 
 import torchx
 from torchx.schedulers._local import _protocol as proto
+from torchx.schedulers._local import _spare
 from torchx.schedulers._local._request import PopenRequest, request_to_json
 from torchx.schedulers._local._state import LocalApp
 from torchx.specs.api import AppState
 
-__all__ = ["_LocalAppDef", "launch"]
+__all__ = ["_LocalAppDef", "launch", "prestarted_supervisor"]
 
 # -I -S: isolated, no site (no site-packages, PYTHON* variables or cwd on sys.path: the supervisor
 # needs the standard library and torchx alone, and starts in a third less time); torchx's import
@@ -92,12 +95,26 @@ def _check_log_files(request: PopenRequest) -> None:
 
 def _make_dirs(request: PopenRequest) -> Path:
     app_dir = Path(request.app_dir)
-    app_dir.parent.mkdir(parents=True, exist_ok=True)
-    app_dir.mkdir(mode=0o700)
+    try:
+        app_dir.mkdir(mode=0o700)
+    except FileNotFoundError:  # the session's first app
+        app_dir.parent.mkdir(parents=True, exist_ok=True)
+        app_dir.mkdir(mode=0o700)
     for dirs in request.role_log_dirs.values():
         for replica_dir in dirs:
-            os.makedirs(replica_dir, exist_ok=True)
+            _mkdir(replica_dir)
     return app_dir
+
+
+def _mkdir(path: str) -> None:
+    """``os.makedirs(path, exist_ok=True)`` in one system call when the parent exists."""
+    try:
+        os.mkdir(path)
+    except FileNotFoundError:
+        os.makedirs(path, exist_ok=True)
+    except FileExistsError:
+        if not os.path.isdir(path):
+            raise
 
 
 def launch(request: PopenRequest) -> _LocalAppDef:
@@ -136,16 +153,21 @@ def launch(request: PopenRequest) -> _LocalAppDef:
             lifeline_r, lifeline_w = os.pipe()
             cmd += ["--launcher-fd", str(lifeline_r)]
             fds.append(lifeline_r)
-        with open(app_dir / proto.SUPERVISOR_LOG, "ab") as log:
-            supervisor = subprocess.Popen(
-                cmd,
-                pass_fds=fds,
-                start_new_session=True,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=log,
-                cwd=app_dir,
-            )
+        supervisor = _prestarted(str(app_dir), control.fileno(), lifeline_r)
+        if supervisor is None:
+            with open(app_dir / proto.SUPERVISOR_LOG, "ab") as log:
+                supervisor = subprocess.Popen(
+                    cmd,
+                    pass_fds=fds,
+                    start_new_session=True,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=log,
+                    cwd=app_dir,
+                )
+            # reaps the supervisor once it exits (no zombie); _thread does not wait for the
+            # thread to start as threading.Thread.start() does (a GIL hand-off per launch)
+            _thread.start_new_thread(supervisor.wait, ())
     except BaseException:
         if lifeline_w is not None:
             os.close(lifeline_w)
@@ -154,11 +176,44 @@ def launch(request: PopenRequest) -> _LocalAppDef:
         control.close()
         if lifeline_r is not None:
             os.close(lifeline_r)
-    # reaps the supervisor once it exits (no zombie); _thread does not wait for the thread to
-    # start as threading.Thread.start() does (a GIL hand-off per launch)
-    _thread.start_new_thread(supervisor.wait, ())
     app = LocalApp(app_dir, data)
     return _LocalAppDef(request.app_id, request.log_dir, app, supervisor, lifeline_w)
+
+
+def _prestarted(
+    app_dir: str, control_fd: int, launcher_fd: Optional[int]
+) -> Optional[subprocess.Popen[bytes]]:
+    """Hands the app to this process's spare supervisor; None if there is none or it declines."""
+    spare = _spare.take()
+    if spare is None:
+        return None
+    if spare.assign(app_dir, control_fd, launcher_fd):
+        return spare.process
+    spare.discard()
+    return None
+
+
+@contextlib.contextmanager
+def prestarted_supervisor(enabled: bool = True) -> Iterator[None]:
+    """Starts a supervisor now for the next ``local_cwd`` app this process launches.
+
+    An app's start latency is mostly its supervisor's interpreter start. Wrap the work that
+    precedes a launch (reading settings, loading the component, the dry run) in this block
+    and that start happens meanwhile: the first app scheduled inside the block is handed to
+    the waiting supervisor. One that is not used (the launch went elsewhere or failed) is
+    stopped when the block exits. A change of ``os.environ`` inside the block makes the
+    launch start a fresh supervisor, as the replicas inherit the supervisor's environment.
+
+    Args:
+        enabled: False makes the block do nothing (e.g. when the app will not be local).
+    """
+    if enabled:
+        _spare.prestart(_IMPORT_ROOT)
+    try:
+        yield
+    finally:
+        if enabled:
+            _spare.discard()
 
 
 def _initial_state(request: dict[str, Any]) -> dict[str, Any]:

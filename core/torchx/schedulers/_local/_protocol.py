@@ -24,6 +24,7 @@ from pathlib import Path
 from torchx.schedulers._local._wire import (
     REQUEST_FILE,
     STATE_FILE,
+    SUPERVISOR_LOG,
     write_json_atomic,
     write_request,
 )
@@ -46,7 +47,6 @@ __all__ = [
     "write_request",
 ]
 
-SUPERVISOR_LOG = "supervisor.log"
 TERMINAL_STATES = frozenset({"SUCCEEDED", "FAILED", "CANCELLED"})
 
 

@@ -20,6 +20,7 @@ __all__ = [
     "REQUEST_FILE",
     "REQUEST_MARSHAL",
     "STATE_FILE",
+    "SUPERVISOR_LOG",
     "dumps",
     "parse_supervisor_args",
     "read_request",
@@ -31,6 +32,7 @@ __all__ = [
 REQUEST_FILE = "request.json"
 REQUEST_MARSHAL = ".request.marshal"
 STATE_FILE = "state.json"
+SUPERVISOR_LOG = "supervisor.log"
 
 
 def write_request(app_dir: str, data: dict[str, Any]) -> None:

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 else:  # the C module: the signal module's enums cost a few ms to import
     import _signal
 
-__all__ = ["Supervisor", "main"]
+__all__ = ["Supervisor", "become_subreaper", "main", "run"]
 
 _PR_SET_CHILD_SUBREAPER = 36
 _STOP_SIGNALS: dict[int, str] = {
@@ -45,6 +45,7 @@ _STOP_SIGNALS: dict[int, str] = {
     _signal.SIGHUP: "SIGHUP",
 }
 _TICK = 0.05
+_subreaper = False  # set by become_subreaper()
 _DIR_CHECK = 1.0  # seconds between checks that the app's state dir still exists
 
 
@@ -127,7 +128,7 @@ class Supervisor:
         for replica in self.replicas:
             if self.phase == "running":
                 self._spawn(replica)
-        _become_subreaper()
+        become_subreaper()
         if self.phase == "running":
             self.state = "RUNNING"
         self._dirty = True
@@ -399,16 +400,21 @@ class Supervisor:
             pass
 
 
-def _become_subreaper() -> None:
+def become_subreaper() -> None:
     """Orphaned descendants of the replicas become our children (so they are found and killed).
 
-    Done once the first replicas are started: ``ctypes`` costs about a third of the
-    supervisor's start, and a replica cannot start, fork and orphan a descendant that also
-    left its process group in the moment before this runs.
+    A supervisor started for its app does this once the first replicas are started:
+    ``ctypes`` costs about a third of its start, and a replica cannot start, fork and orphan
+    a descendant that also left its process group in the moment before this runs. A spare
+    supervisor does it while it waits for its app. Later calls do nothing.
     """
+    global _subreaper
+    if _subreaper:
+        return
     import ctypes
 
     ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    _subreaper = True
 
 
 def _ignore(signum: int, frame: object) -> None:
@@ -417,7 +423,17 @@ def _ignore(signum: int, frame: object) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point: parse ``APP_DIR --control-fd N [--launcher-fd N]`` and run the app."""
-    app_dir, control_fd, launcher_fd = parse_supervisor_args(sys.argv[1:] if argv is None else argv)
+    return run(*parse_supervisor_args(sys.argv[1:] if argv is None else argv))
+
+
+def run(app_dir: str, control_fd: int, launcher_fd: int | None) -> int:
+    """Runs the app of ``app_dir`` until it ends; returns the supervisor's exit code.
+
+    Args:
+        app_dir: the app's state dir (its request is read from there).
+        control_fd: the listening control socket the launcher bound.
+        launcher_fd: read end of the attached launcher's lifeline, or None when detached.
+    """
     app_dir = os.path.abspath(app_dir)  # replicas are started after a chdir to their cwd
     control = _socket.socket(fileno=control_fd)
     return Supervisor(app_dir, control, launcher_fd).run()

@@ -1,0 +1,109 @@
+"""Launcher side of prestarted supervisors: the interpreter start taken off an app's path.
+
+A local app's latency is mostly its supervisor's interpreter start. A process that knows it is
+about to launch a local app (the Airflow operator before it reads its connection, ``torchx
+run`` before it loads the component) starts a *spare* supervisor first; :func:`launch
+<torchx.schedulers._local._launch.launch>` hands the next app to it instead of starting one.
+One spare per process at most. A spare that is not used is killed by :func:`discard`, and
+exits by itself when this process dies (EOF on its channel).
+"""
+
+from __future__ import annotations
+
+import _thread
+import os
+import socket
+import subprocess
+import sys
+from typing import Optional
+
+__all__ = ["Spare", "discard", "prestart", "take"]
+
+_SPARE_MAIN = (
+    "import sys; sys.path.insert(0, sys.argv.pop(1));"
+    " from torchx.schedulers._local._spare_entry import main; sys.exit(main())"
+)
+
+_lock = _thread.allocate_lock()
+_spare: Optional[Spare] = None
+
+
+class Spare:
+    """A started supervisor process waiting for its app.
+
+    Args:
+        import_root: the directory ``torchx`` is imported from.
+    """
+
+    def __init__(self, import_root: str) -> None:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            cmd = [sys.executable, "-I", "-S", "-c", _SPARE_MAIN, import_root]
+            self.process = subprocess.Popen(
+                [*cmd, "--channel-fd", str(theirs.fileno())],
+                pass_fds=[theirs.fileno()],
+                start_new_session=True,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+        except BaseException:
+            ours.close()
+            raise
+        finally:
+            theirs.close()
+        self._channel = ours
+        # the replicas inherit the supervisor's environment: a spare started before a change
+        # of os.environ would hand them the old one
+        self._environ = dict(os.environ)
+        # reaps the spare once it exits (no zombie), as for a supervisor started per app
+        _thread.start_new_thread(self.process.wait, ())
+
+    def assign(self, app_dir: str, control_fd: int, launcher_fd: Optional[int]) -> bool:
+        """Hands an app to the spare; False if it cannot take it (start a supervisor instead).
+
+        Args:
+            app_dir: the app's state dir, with its request written.
+            control_fd: the app's listening control socket (duplicated into the spare).
+            launcher_fd: the lifeline's read end when the app is attached, else None.
+        """
+        if os.environ != self._environ or self._channel.fileno() < 0:
+            return False
+        flag = b"D" if launcher_fd is None else b"L"
+        fds = [control_fd] if launcher_fd is None else [control_fd, launcher_fd]
+        try:
+            socket.send_fds(self._channel, [flag + os.fsencode(app_dir)], fds)
+        except OSError:  # it died, or the message cannot be sent
+            return False
+        self._channel.close()
+        return True
+
+    def discard(self) -> None:
+        """Stops an unused spare (it has no app: killing it loses nothing)."""
+        self._channel.close()
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait()
+
+
+def prestart(import_root: str) -> None:
+    """Starts this process's spare supervisor, unless one is waiting already."""
+    global _spare
+    with _lock:
+        if _spare is None:
+            _spare = Spare(import_root)
+
+
+def take() -> Optional[Spare]:
+    """Returns the waiting spare, which the caller now owns, or None."""
+    global _spare
+    with _lock:
+        spare, _spare = _spare, None
+    return spare
+
+
+def discard() -> None:
+    """Stops the waiting spare, if any."""
+    spare = take()
+    if spare is not None:
+        spare.discard()
