@@ -46,7 +46,7 @@ class StructuredOpts(Mapping[str, CfgVal]):
             A runopts with one option per (flattened) field; fields without a default are required.
         """
         opts = runopts()
-        for key, opt_type, f, helps in _leaf_fields(cls, ""):
+        for key, opt_type, f, helps in _leaves(cls):
             default = _field_default(f)
             required = default is dataclasses.MISSING
             opts.add(
@@ -163,6 +163,14 @@ def _nested_type(tp: Any) -> type[StructuredOpts] | None:
     if isinstance(tp, type) and issubclass(tp, StructuredOpts):
         return tp
     return None
+
+
+@functools.cache
+def _leaves(
+    cls: type[StructuredOpts],
+) -> tuple[tuple[str, Any, dataclasses.Field[Any], dict[str, str]], ...]:
+    """:func:`_leaf_fields` of a class, computed once (type hints and docstrings are slow)."""
+    return tuple(_leaf_fields(cls, ""))
 
 
 def _leaf_fields(

@@ -64,7 +64,8 @@ def TORCHX_HOME(*subdir_paths: str) -> Path:
 
     root = Path(os.environ.get("TORCHX_HOME") or "~/.torchx").expanduser()
     path = root.joinpath(*subdir_paths)
-    path.mkdir(parents=True, exist_ok=True)
+    if not path.is_dir():  # one system call when it exists (a launch asks several times)
+        path.mkdir(parents=True, exist_ok=True)
     return path
 
 

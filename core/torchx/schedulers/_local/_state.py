@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Optional
 
@@ -189,14 +190,18 @@ def find_app(root: Path, session: str, app_id: str) -> Optional[LocalApp]:
     """
     if not _SAFE_ID.fullmatch(app_id) or app_id in (".", ".."):
         return None
-    candidates = [root / session / app_id]
-    if root.is_dir():
-        candidates += sorted(root.glob(f"*/{app_id}"))
-    for app_dir in candidates:
+    for app_dir in _candidates(root, session, app_id):
         request = proto.read_json(app_dir / proto.REQUEST_FILE)
         if request is not None and request.get("app_id") == app_id:
             return LocalApp(app_dir, request)
     return None
+
+
+def _candidates(root: Path, session: str, app_id: str) -> Iterator[Path]:
+    """The app's dir in ``session``, then (only if that is not it) in the other sessions."""
+    yield root / session / app_id
+    if root.is_dir():
+        yield from sorted(root.glob(f"*/{app_id}"))
 
 
 def list_apps(root: Path, session: str) -> list[ListAppResponse]:
