@@ -46,6 +46,9 @@ _JOIN_TIMEOUT = 10.0  # seconds per replica for the log tails to reach the end
 # an app still running this long after launch gets its own ``app_handle`` XCom at once; one that
 # ended sooner has it in the result (one API round trip less for short tasks)
 _HANDLE_PUSH_AFTER = 1.0
+# the handle goes to the task state store (re-attach) once the app has run this long: an app
+# that ends sooner is not worth an API round trip, and a retry simply launches it again
+_STORE_AFTER = 0.05
 
 
 class TorchXOperator(BaseOperator):
@@ -161,18 +164,23 @@ class TorchXOperator(BaseOperator):
 
     def execute(self, context: Context) -> Any:
         """Launches (or re-attaches to) the app, then waits for it or defers."""
-        settings = self._resolve_settings()
-        from torchx_airflow.hooks.torchx import TorchXHook
+        from torchx.schedulers.local_scheduler import prestarted_supervisor
 
-        runner = TorchXHook.make_runner(settings)
-        ti = context.get("ti")
-        first_try = getattr(ti, "try_number", None) == 1
-        slot = AppSlot(
-            context.get("task_state_store") if self.durable else None, self.log, first_try
-        )
-        handle, app, status = self._attach(runner, slot)
-        if handle is None:
-            handle, app = self._launch(runner, settings, slot)
+        # a local app's supervisor starts while the connection is read and the app is built
+        with prestarted_supervisor(self.scheduler in (None, "local_cwd")):
+            settings = self._resolve_settings()
+            from torchx_airflow.hooks.torchx import TorchXHook
+
+            runner = TorchXHook.make_runner(settings)
+            ti = context.get("ti")
+            first_try = getattr(ti, "try_number", None) == 1
+            store = context.get("task_state_store") if self.durable else None
+            found = AppSlot(store, self.log, first_try)
+            handle, app, status = self._attach(runner, found)
+            slot = None  # where to keep the handle of an app this try launches
+            if handle is None:
+                handle, app = self._launch(runner, settings)
+                slot = found
         self._app_handle = handle
         if status is not None and status.is_terminal():
             return self._finish(context, handle, status)
@@ -183,9 +191,11 @@ class TorchXOperator(BaseOperator):
             if reason:
                 self.log.info("%s", reason)
             else:
+                if slot is not None:
+                    slot.set(handle)  # the triggerer waits: this process may be gone
                 self._push_handle(context, handle)
                 self._defer(handle, settings)
-        status = self._wait(runner, handle, app, context)
+        status = self._wait(runner, handle, app, context, slot)
         return self._finish(context, handle, status)
 
     def execute_complete(self, context: Context, event: dict[str, Any]) -> Any:
@@ -243,9 +253,7 @@ class TorchXOperator(BaseOperator):
             return None, None, None
         return previous, runner.describe(previous), status
 
-    def _launch(
-        self, runner: Runner, settings: TorchXSettings, slot: AppSlot
-    ) -> tuple[str, Optional[AppDef]]:
+    def _launch(self, runner: Runner, settings: TorchXSettings) -> tuple[str, Optional[AppDef]]:
         from torchx.runner.launch import LaunchRequest
 
         scheduler = runner.config.scheduler(settings.scheduler)
@@ -271,7 +279,6 @@ class TorchXOperator(BaseOperator):
         )
         info = runner.dryrun_request(request)
         handle = runner.schedule(info)
-        slot.set(handle)
         self.log.info("launched TorchX app %s", handle)
         return handle, info.app
 
@@ -294,13 +301,23 @@ class TorchXOperator(BaseOperator):
         handle: str,
         app: Optional[AppDef],
         context: Optional[Context] = None,
+        slot: Optional[AppSlot] = None,
     ) -> Optional[AppStatus]:
         tee = None
         if self.stream_logs:
-            tee = self._log_tee(runner, handle, app, runner.status(handle)).start()
-        if context is not None and not _ended_within(runner, handle, _HANDLE_PUSH_AFTER):
-            self._push_handle(context, handle)
-        status = runner.wait(handle, wait_interval=self.poll_interval)
+            known = None if app is not None and app.roles else runner.status(handle)
+            tee = self._log_tee(runner, handle, app, known).start()
+        # a short app needs neither the re-attach record nor its own app_handle XCom
+        ended, status = _wait_up_to(runner, handle, _STORE_AFTER)
+        if not ended and slot is not None:
+            slot.set(handle)
+            self.log.info("kept the app handle for re-attach by a later try of this task")
+        if not ended and context is not None:
+            ended, status = _wait_up_to(runner, handle, _HANDLE_PUSH_AFTER - _STORE_AFTER)
+            if not ended:
+                self._push_handle(context, handle)
+        if not ended:
+            status = runner.wait(handle, wait_interval=self.poll_interval)
         if tee is not None:
             tee.join(_JOIN_TIMEOUT)
         return status
@@ -347,14 +364,18 @@ class TorchXOperator(BaseOperator):
             ti.xcom_push(key=key, value=value)
 
 
-def _ended_within(runner: Runner, handle: str, seconds: float) -> bool:
-    """Waits up to ``seconds`` for the app to end (event-driven where the scheduler allows)."""
+def _wait_up_to(runner: Runner, handle: str, seconds: float) -> tuple[bool, Optional[AppStatus]]:
+    """Waits up to ``seconds`` for the app to end (event-driven where the scheduler allows).
+
+    Returns:
+        ``(ended, status)``: whether the app ended (or vanished), and its last status.
+    """
     deadline = time.monotonic() + seconds
     while True:
         status = runner.status(handle)
         if status is None or status.is_terminal():
-            return True
+            return True, status
         remaining = deadline - time.monotonic()
         if remaining <= 0:
-            return False
+            return False, status
         runner.wait_for_change(handle, remaining)

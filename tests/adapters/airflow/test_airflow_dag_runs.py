@@ -160,6 +160,27 @@ def test_app_handle_xcom_is_pushed_while_a_longer_app_runs(write_dag, airflow_en
     assert long["app_handle"] == long["return_value"]["app_handle"]
 
 
+def test_short_app_is_not_kept_for_reattach_and_a_retry_launches_again(
+    write_dag, airflow_env
+) -> None:
+    dag_file = write_dag(
+        """
+        with DAG("short", schedule=None, start_date=datetime(2024, 1, 1)):
+            TorchXOperator(task_id="t", component="utils.echo", component_args=["--msg", "hi"])
+        """
+    )
+    summary, output = run_dag(airflow_env, dag_file, "short")
+    assert summary["tasks"]["t"]["state"] == "success", output[-3000:]
+    assert "kept the app handle" not in output  # ended before the 50 ms mark: no API call
+    first = summary["tasks"]["t"]["xcom"]["return_value"]["app_handle"]
+
+    summary, output = run_dag(airflow_env, dag_file, "short", retry_task="t")
+    assert summary["tasks"]["t"]["state"] == "success", output[-3000:]
+    assert "app of a previous try" not in output  # nothing was kept: launched again
+    assert summary["tasks"]["t"]["xcom"]["return_value"]["app_handle"] != first
+    assert len(local_apps()) == 2
+
+
 def test_deferrable_local_app_waits_in_the_worker_by_default(write_dag, airflow_env) -> None:
     dag_file = write_dag(
         """
@@ -253,8 +274,8 @@ def test_kill_9_then_retry_reattaches_without_duplicate(write_dag, airflow_env) 
             _cmd(dag_file, "crash"), env=airflow_env, stdout=out, stderr=subprocess.STDOUT
         )
     try:
-        # the handle is in the task state store once the task logs the launch
-        wait_for(lambda: "launched TorchX app" in first_log.read_text(), 120)
+        # the handle is in the task state store once the task says so
+        wait_for(lambda: "kept the app handle for re-attach" in first_log.read_text(), 120)
         app = wait_for(lambda: [a for a in local_apps() if a.state.name == "RUNNING"], 120)[0]
         first.send_signal(signal.SIGKILL)  # the worker dies while the app runs
         first.wait()
