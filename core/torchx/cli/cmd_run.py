@@ -14,11 +14,13 @@ exits with ``128 + signal number`` (130 or 143).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
 import sys
 import threading
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Optional, Union
 
 from torchx.cli._errors import CliError, exception_message
@@ -156,19 +158,20 @@ class CmdRun(SubCommand):
         from torchx.specs.api import TORCHX_CONTEXT_NAME
 
         os.environ.setdefault(TORCHX_CONTEXT_NAME, "cli_run")
-        if args.stdin:
-            run_args = self._run_args_from_stdin(args)
-        else:
-            component, component_args = _parse_component_name_and_args(
-                args.component_name_and_args, self._parser()
-            )
-            run_args = torchx_run_args_from_argparse(args, component, component_args, {})
-        component_defaults = load_sections(prefix="component")
-        with get_runner(component_defaults=component_defaults) as runner:
-            if not args.stdin:
-                opts = runner.scheduler_run_opts(run_args.scheduler)
-                run_args.scheduler_cfg = opts.cfg_from_str(args.scheduler_args or "")
-            self._run(runner, run_args, from_stdin=bool(args.stdin))
+        with _supervisor_started_early(args):
+            if args.stdin:
+                run_args = self._run_args_from_stdin(args)
+            else:
+                component, component_args = _parse_component_name_and_args(
+                    args.component_name_and_args, self._parser()
+                )
+                run_args = torchx_run_args_from_argparse(args, component, component_args, {})
+            component_defaults = load_sections(prefix="component")
+            with get_runner(component_defaults=component_defaults) as runner:
+                if not args.stdin:
+                    opts = runner.scheduler_run_opts(run_args.scheduler)
+                    run_args.scheduler_cfg = opts.cfg_from_str(args.scheduler_args or "")
+                self._run(runner, run_args, from_stdin=bool(args.stdin))
 
     def _parser(self) -> argparse.ArgumentParser:
         if self._subparser is None:
@@ -306,6 +309,15 @@ class CmdRun(SubCommand):
             detail = f": {status.msg}" if status.msg else ""
             logger.error("app %s finished with state %s%s", app_handle, status.state, detail)
             sys.exit(1)
+
+
+def _supervisor_started_early(args: argparse.Namespace) -> AbstractContextManager[None]:
+    """A local_cwd app's supervisor starts while the component loads (see ``local_scheduler``)."""
+    if args.stdin or args.dryrun or args.scheduler != "local_cwd":
+        return contextlib.nullcontext()
+    from torchx.schedulers._local._launch import prestarted_supervisor
+
+    return prestarted_supervisor()
 
 
 def _start_log_thread(runner: Runner, app_handle: str) -> threading.Thread:

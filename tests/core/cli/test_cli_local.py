@@ -7,6 +7,7 @@ import json
 import signal
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 from _support import TORCHX
@@ -67,6 +68,34 @@ def test_run_local_failure_exits_1() -> None:
     assert "sh/0 failing" in proc.stderr
     assert "FAILED" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def _spare_supervisors() -> list[str]:
+    """Pids of prestarted supervisors still waiting for an app (their command line says so)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and b"_spare_entry" in (entry / "cmdline").read_bytes():
+                found.append(entry.name)
+        except OSError:
+            continue
+    return found
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["utils.ehco"],  # no such component: fails after the supervisor was prestarted
+        ["utils.echo", "--no-such-arg"],
+        ["-cfg", "prepend_cwd=maybe", "utils.echo"],
+    ],
+)
+def test_run_local_bad_input_leaves_no_prestarted_supervisor(argv: list[str]) -> None:
+    before = _spare_supervisors()
+    proc = torchx("run", "-s", "local_cwd", *argv)
+    assert proc.returncode == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert _spare_supervisors() == before  # killed and reaped before the command exited
 
 
 def test_run_detached_then_cancel_from_another_invocation() -> None:
