@@ -16,9 +16,11 @@ app may run up to ``(retries + 1) * (max_retries + 1)`` times. Prefer scheduler 
 flaky replicas and keep Airflow retries for infrastructure failures.
 
 Re-attach: local apps are launched detached (they outlive the worker) and the app handle is
-kept in the task state store (Airflow 3.3+). A retried or restarted try waits on the live app
-instead of launching a duplicate, reuses an app that SUCCEEDED, and relaunches one that
-failed or was cancelled.
+kept in the task state store (Airflow 3.3+) once the app has run for 50 ms. A retried or
+restarted try waits on the live app instead of launching a duplicate, reuses an app that
+SUCCEEDED, and relaunches one that failed or was cancelled. An app that ends within 50 ms is
+not kept (that saves an API round trip per short task): like a ``BashOperator`` command, a
+retry runs it again.
 """
 
 from __future__ import annotations
@@ -85,7 +87,8 @@ class TorchXOperator(BaseOperator):
             could neither follow nor cancel them) unless ``[torchx] defer_local_apps``.
         poll_interval: the longest time between two status checks, in seconds.
         stream_logs: copy replica logs into the task log.
-        durable: keep the app handle in the task state store and re-attach on retry.
+        durable: keep the app handle in the task state store (once the app has run for
+            50 ms) and re-attach on retry.
         **kwargs: ``BaseOperator`` arguments (``task_id``, ``retries``, ...).
     """
 

@@ -53,6 +53,7 @@ class Spare:
         finally:
             theirs.close()
         self._channel = ours
+        self._owner = os.getpid()  # a forked child must not hand its apps to our spare
         # the replicas inherit the supervisor's environment: a spare started before a change
         # of os.environ would hand them the old one
         self._environ = dict(os.environ)
@@ -95,10 +96,17 @@ def prestart(import_root: str) -> None:
 
 
 def take() -> Optional[Spare]:
-    """Returns the waiting spare, which the caller now owns, or None."""
+    """Returns the waiting spare, which the caller now owns, or None.
+
+    In a process forked after the spare started, the spare is its parent's: the child drops
+    its copy of the channel and gets None.
+    """
     global _spare
     with _lock:
         spare, _spare = _spare, None
+    if spare is not None and spare._owner != os.getpid():
+        spare._channel.close()
+        return None
     return spare
 
 

@@ -112,6 +112,27 @@ def test_an_environment_change_in_the_block_starts_a_fresh_supervisor(
     assert _gone(spare_pid)
 
 
+def test_a_forked_child_launches_with_its_own_supervisor(
+    scheduler: LocalScheduler, tmp_path: Path
+) -> None:
+    with prestarted_supervisor():
+        spare_pid = _waiting_spare_pid()
+        child = os.fork()
+        if child == 0:  # the child launches first: the parent's spare is not its to use
+            code = 1
+            try:
+                app_id = scheduler.schedule(scheduler.submit_dryrun(_app("echo child"), {}))
+                ok = _wait(scheduler, app_id) == specs.AppState.SUCCEEDED
+                code = 0 if ok and _supervisor_pid(scheduler, app_id, tmp_path) != spare_pid else 2
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(child, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        app_id = scheduler.schedule(scheduler.submit_dryrun(_app("echo parent"), {}))
+        assert _wait(scheduler, app_id) == specs.AppState.SUCCEEDED
+    assert _supervisor_pid(scheduler, app_id, tmp_path) == spare_pid
+
+
 LAUNCHER = """
 import os, sys
 from torchx import specs
