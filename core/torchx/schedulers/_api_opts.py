@@ -46,7 +46,7 @@ class StructuredOpts(Mapping[str, CfgVal]):
             A runopts with one option per (flattened) field; fields without a default are required.
         """
         opts = runopts()
-        for key, opt_type, f, helps in _leaves(cls):
+        for key, opt_type, f, helps in _leaf_fields(cls, ""):
             default = _field_default(f)
             required = default is dataclasses.MISSING
             opts.add(
@@ -75,7 +75,7 @@ class StructuredOpts(Mapping[str, CfgVal]):
             InvalidRunConfigException: a required option is missing.
         """
         values: dict[str, Any] = {}
-        hints = typing.get_type_hints(cls)
+        hints = _type_hints(cls)
         for f in dataclasses.fields(cls):
             nested = _nested_type(hints[f.name])
             if nested is not None:
@@ -166,18 +166,16 @@ def _nested_type(tp: Any) -> type[StructuredOpts] | None:
 
 
 @functools.cache
-def _leaves(
-    cls: type[StructuredOpts],
-) -> tuple[tuple[str, Any, dataclasses.Field[Any], dict[str, str]], ...]:
-    """:func:`_leaf_fields` of a class, computed once (type hints and docstrings are slow)."""
-    return tuple(_leaf_fields(cls, ""))
+def _type_hints(cls: type[StructuredOpts]) -> dict[str, Any]:
+    """``typing.get_type_hints(cls)``, evaluated once per class (runopts serve every dryrun)."""
+    return typing.get_type_hints(cls)
 
 
 def _leaf_fields(
     cls: type[StructuredOpts], prefix: str
 ) -> Iterator[tuple[str, Any, dataclasses.Field[Any], dict[str, str]]]:
     """Yield ``(cfg key, option type, field, help by field name)`` for every leaf field."""
-    hints = typing.get_type_hints(cls)
+    hints = _type_hints(cls)
     helps = _field_docstrings(cls)
     for f in dataclasses.fields(cls):
         nested = _nested_type(hints[f.name])
