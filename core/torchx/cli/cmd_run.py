@@ -20,7 +20,6 @@ import logging
 import os
 import sys
 import threading
-from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Optional, Union
 
 from torchx.cli._errors import CliError, exception_message
@@ -311,7 +310,7 @@ class CmdRun(SubCommand):
             sys.exit(1)
 
 
-def _supervisor_started_early(args: argparse.Namespace) -> AbstractContextManager[None]:
+def _supervisor_started_early(args: argparse.Namespace) -> contextlib.AbstractContextManager[None]:
     """A local_cwd app's supervisor starts while the component loads (see ``local_scheduler``)."""
     if args.stdin or args.dryrun or args.scheduler != "local_cwd":
         return contextlib.nullcontext()

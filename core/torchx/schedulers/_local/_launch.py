@@ -95,26 +95,12 @@ def _check_log_files(request: PopenRequest) -> None:
 
 def _make_dirs(request: PopenRequest) -> Path:
     app_dir = Path(request.app_dir)
-    try:
-        app_dir.mkdir(mode=0o700)
-    except FileNotFoundError:  # the session's first app
-        app_dir.parent.mkdir(parents=True, exist_ok=True)
-        app_dir.mkdir(mode=0o700)
+    app_dir.parent.mkdir(parents=True, exist_ok=True)
+    app_dir.mkdir(mode=0o700)
     for dirs in request.role_log_dirs.values():
         for replica_dir in dirs:
-            _mkdir(replica_dir)
+            os.makedirs(replica_dir, exist_ok=True)
     return app_dir
-
-
-def _mkdir(path: str) -> None:
-    """``os.makedirs(path, exist_ok=True)`` in one system call when the parent exists."""
-    try:
-        os.mkdir(path)
-    except FileNotFoundError:
-        os.makedirs(path, exist_ok=True)
-    except FileExistsError:
-        if not os.path.isdir(path):
-            raise
 
 
 def launch(request: PopenRequest) -> _LocalAppDef:

@@ -68,7 +68,7 @@ class Spare:
             control_fd: the app's listening control socket (duplicated into the spare).
             launcher_fd: the lifeline's read end when the app is attached, else None.
         """
-        if os.environ != self._environ or self._channel.fileno() < 0:
+        if os.environ != self._environ:
             return False
         flag = b"D" if launcher_fd is None else b"L"
         fds = [control_fd] if launcher_fd is None else [control_fd, launcher_fd]

@@ -45,8 +45,8 @@ _STOP_SIGNALS: dict[int, str] = {
     _signal.SIGHUP: "SIGHUP",
 }
 _TICK = 0.05
-_subreaper = False  # set by become_subreaper()
 _DIR_CHECK = 1.0  # seconds between checks that the app's state dir still exists
+_subreaper = False  # set by become_subreaper()
 
 
 class Supervisor:
