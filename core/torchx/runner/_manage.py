@@ -11,7 +11,14 @@ from typing import TYPE_CHECKING, Optional
 
 from torchx.runner._base import RunnerBase
 from torchx.runner.events import log_event
-from torchx.specs.api import AppDef, AppHandle, AppStatus, CfgVal, UnknownAppException
+from torchx.specs.api import (
+    AppDef,
+    AppHandle,
+    AppState,
+    AppStatus,
+    CfgVal,
+    UnknownAppException,
+)
 
 if TYPE_CHECKING:
     from torchx.schedulers.api import ListAppResponse, Stream
@@ -61,9 +68,28 @@ class AppManagementMixin(RunnerBase):
         with log_event("wait", backend, app_id):
             while True:
                 status = self.status(app_handle)
+                if status is not None and status.state == AppState.FAILED:
+                    self.enforce_fail_fast(app_handle)
                 if status is None or status.is_terminal():
                     return status
                 self.wait_for_change(app_handle, wait_interval)
+
+    def enforce_fail_fast(self, app_handle: AppHandle) -> None:
+        """Stops the replicas still running in an app that was seen FAILED.
+
+        An extension of the TorchX API: ``describe`` (hence ``status``) only reads, so the
+        step that stops a failed app's other replicas is explicit. ``wait`` and the follow
+        layer call it; a caller with its own status loop calls it when it sees FAILED.
+        It delegates to ``Scheduler.enforce_fail_fast`` (a no-op where the backend stops
+        them itself) and does nothing for a duck-typed scheduler without it.
+
+        Args:
+            app_handle: the app handle.
+        """
+        sched, _, app_id = self._scheduler_app_id(app_handle)
+        enforce = getattr(sched, "enforce_fail_fast", None)
+        if enforce is not None:
+            enforce(app_id)
 
     def wait_for_change(self, app_handle: AppHandle, timeout: float) -> None:
         """Blocks until the app's state may have changed, or ``timeout`` seconds pass.

@@ -235,6 +235,19 @@ class Scheduler(abc.ABC, Generic[T]):
         """
         time.sleep(max(0.0, timeout))
 
+    def enforce_fail_fast(self, app_id: str) -> None:
+        """Stop the replicas still running in an app whose ``describe`` said FAILED.
+
+        Fail-fast is an explicit step, never a side effect of ``describe`` (a read stays a
+        read): ``Runner.wait`` and the follow layer (:mod:`torchx.runner.follow`) call it once
+        they have seen the app FAILED. The base does nothing, which is right for schedulers
+        whose backend stops the other replicas itself (local_cwd's supervisor, Volcano);
+        schedulers that must stop them (local_docker, kubernetes plain mode) override it.
+
+        Args:
+            app_id: the app that was described as FAILED.
+        """
+
     def _pre_build_validate(self, app: AppDef, scheduler: str, cfg: Mapping[str, CfgVal]) -> None:
         """Validate before workspaces are built; a no-op by default."""
 
