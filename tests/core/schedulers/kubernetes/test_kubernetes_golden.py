@@ -1,4 +1,4 @@
-"""Golden manifests: ``--dryrun`` YAML of the kubernetes scheduler for fixed AppDefs.
+"""Golden manifests: ``--dryrun`` YAML of the kubernetes scheduler (both modes) for fixed AppDefs.
 
 Regenerate after an intended change with ``TORCHX_REGEN_GOLDEN=1 pytest tests/core/schedulers/kubernetes``
 and review the diff. The random job name and the package version are replaced by placeholders.
@@ -37,6 +37,18 @@ CASES: dict[str, tuple[Callable[[], AppDef], dict[str, CfgVal]]] = {
         },
     ),
     "volcano_efa_removed": (kitchen_sink, {"queue": "q", "efa_device_count": 0}),
+    "plain_ddp_2x1": (ddp_2x1, {"mode": "plain"}),
+    "plain_kitchen_sink_pod_ip": (
+        kitchen_sink,
+        {
+            "mode": "plain",
+            "rank0_address": "pod_ip",
+            "namespace": "ml",
+            "service_account": "trainer-sa",
+            "image_pull_secrets": ["regcred"],
+            "tolerations": ["nvidia.com/gpu:NoSchedule", "spot"],
+        },
+    ),
 }
 
 
@@ -45,8 +57,8 @@ def render(app: AppDef, cfg: dict[str, CfgVal]) -> str:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # Volcano retry warning
         info = scheduler.submit_dryrun(app, {"validate_spec": False, **cfg})
-    resource: dict[str, Any] = info.request.resource
-    job = resource["metadata"]["name"]
+    resource: Any = info.request.resource
+    job = resource["metadata"]["name"] if isinstance(resource, dict) else resource.app_id
     return str(info).replace(job, "APP_ID").replace(f": {__version__}\n", ": VERSION\n")
 
 
