@@ -68,7 +68,7 @@ from torchx.specs.api import (
 from torchx.workspace.docker_workspace import DockerWorkspaceMixin
 
 if TYPE_CHECKING:
-    from torchx.schedulers._docker_client import DockerEngine
+    from torchx.schedulers._docker._client import DockerEngine
 
 __all__ = [
     "CONTAINER_STATE",
@@ -110,7 +110,7 @@ def _engine(client: Optional[Any]) -> DockerEngine:
             f" install it with: {_INSTALL_HINT}",
             name="docker",
         )
-    from torchx.schedulers._docker_client import DockerEngine
+    from torchx.schedulers._docker._client import DockerEngine
 
     return DockerEngine(client)
 

@@ -31,6 +31,7 @@ import logging
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Optional
 
+from torchx.schedulers._kubernetes._opts import MODE_PLAIN, Opts
 from torchx.schedulers._kubernetes.client import api_server_errors, load_api_client
 from torchx.schedulers._kubernetes.extras import add_pod_extras, parse_toleration
 from torchx.schedulers._kubernetes.names import (
@@ -51,7 +52,6 @@ from torchx.schedulers._kubernetes.names import (
     pod_labels,
     prefix_container_name,
 )
-from torchx.schedulers._kubernetes.opts import MODE_PLAIN, Opts
 from torchx.schedulers._kubernetes.overlay import apply_pod_overlay as _apply_pod_overlay
 from torchx.schedulers._kubernetes.plain_mode import plain_dryrun, replica_log
 from torchx.schedulers._kubernetes.plain_ops import PlainOps

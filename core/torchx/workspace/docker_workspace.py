@@ -7,7 +7,7 @@ exclude. ``Dockerfile.torchx`` in the workspace is used when present; otherwise 
 resulting ``sha256:`` image id becomes ``role.image``. With the run option ``image_repo`` the
 images are tagged ``{image_repo}:{hash}`` and pushed when the app is scheduled.
 
-The engine is reached through :mod:`torchx.schedulers._docker_client` (the only module that
+The engine is reached through :mod:`torchx.schedulers._docker._client` (the only module that
 imports the ``docker`` SDK), created lazily.
 """
 
@@ -26,7 +26,7 @@ from torchx.workspace._ignore import IgnoreRules
 from torchx.workspace.api import WorkspaceMixin, walk_workspace
 
 if TYPE_CHECKING:
-    from torchx.schedulers._docker_client import DockerEngine
+    from torchx.schedulers._docker._client import DockerEngine
 
 __all__ = [
     "DEFAULT_DOCKERFILE",
@@ -59,7 +59,7 @@ class DockerWorkspaceMixin(WorkspaceMixin[dict[str, tuple[str, str]]]):
 
     Args:
         docker_client: a ``docker.DockerClient``; default: from the environment on first use.
-        engine: an existing :class:`~torchx.schedulers._docker_client.DockerEngine` to share.
+        engine: an existing :class:`~torchx.schedulers._docker._client.DockerEngine` to share.
     """
 
     LABEL_VERSION: str = "torchx.pytorch.org/version"
@@ -77,7 +77,7 @@ class DockerWorkspaceMixin(WorkspaceMixin[dict[str, tuple[str, str]]]):
 
     def _workspace_engine(self) -> DockerEngine:
         if self.__engine is None:
-            from torchx.schedulers._docker_client import DockerEngine
+            from torchx.schedulers._docker._client import DockerEngine
 
             self.__engine = DockerEngine(self.__docker_client)
         return self.__engine

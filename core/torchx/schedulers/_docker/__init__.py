@@ -1,6 +1,6 @@
-"""Pure pieces of the ``local_docker`` scheduler (no ``docker`` import here).
+"""The pieces of the ``local_docker`` scheduler.
 
-``_request`` translates an AppDef into container requests; ``_state`` maps container states
-to TorchX states. The one module that talks to the engine is
-:mod:`torchx.schedulers._docker_client`.
+``_request`` translates an AppDef into container requests, ``_state`` maps container states to
+TorchX states and ``_opts`` holds the run options: these are pure (no ``docker`` import).
+``_client`` is the one module that imports the ``docker`` SDK and talks to the engine.
 """

@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from torchx.schedulers._kubernetes._opts import RANK0_ADDRESSES
 from torchx.schedulers._kubernetes.models import new, sanitize
 from torchx.schedulers._kubernetes.names import (
     ENV_TORCHX_RANK0_HOST,
@@ -39,7 +40,6 @@ from torchx.schedulers._kubernetes.names import (
     MAX_NAME_LEN,
     PLACEHOLDER_FIELD_PATH,
 )
-from torchx.schedulers._kubernetes.opts import RANK0_ADDRESSES
 from torchx.schedulers._kubernetes.replicas import Replica, iter_replicas, qualify_job_id
 from torchx.specs.api import AppDef
 
