@@ -185,16 +185,8 @@ class Runner(AppManagementMixin):
         Returns:
             The dry-run info (``.request`` is what would be submitted).
         """
-        from torchx.specs.builders import materialize_appdef
-        from torchx.specs.finder import get_component
-
-        component_def = get_component(component)
-        list_args = component_args if isinstance(component_args, builtins.list) else []
-        dict_args = component_args if isinstance(component_args, dict) else {}
-        defaults = self._defaults().get(component)
-        app = materialize_appdef(
-            component_def.fn, list_args, dict(defaults) if defaults else None, dict_args
-        )
+        request = LaunchRequest(component=component, component_args=component_args)
+        app = build_app(request, self._defaults())
         return self.dryrun(app, scheduler, cfg, workspace, parent_run_id)
 
     def run(
