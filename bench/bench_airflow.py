@@ -63,7 +63,7 @@ print(time.perf_counter() - t0)
 
 
 def bench_tasks(tmp: Path, n: int) -> None:
-    from torchx_airflow._local_airflow import dag_test_argv, prepare_home
+    from torchx_airflow.local import dag_test_argv, prepare_home
 
     env = {**os.environ, **prepare_home(tmp / "airflow")}
     env["TORCHX_HOME"] = str(tmp / "torchx_home")

@@ -24,7 +24,7 @@ def _checkpoint(workdir: Path) -> str:
 
 
 def airflow(workdir: Path, steps: int) -> int:
-    from torchx_airflow._local_airflow import dag_test_argv, prepare_home
+    from torchx_airflow.local import dag_test_argv, prepare_home
 
     start = time.time()
     with tempfile.TemporaryDirectory(prefix="torchx-airflow-") as home:
@@ -41,7 +41,7 @@ def airflow(workdir: Path, steps: int) -> int:
         return 1
     tasks = summary["tasks"]
     from torchx.workflow import load_pipeline
-    from torchx.workflow._plan import order
+    from torchx.workflow.plan import order
 
     names = [n for n in order(load_pipeline(PIPELINE)) if n in tasks]
     states = ", ".join(f"{t} {tasks[t]['state']}" for t in names)

@@ -21,7 +21,7 @@ trap cleanup EXIT
 eval "$(python - "$home" "$repo/dags" <<'PY'
 import shlex, sys
 from pathlib import Path
-from torchx_airflow._local_airflow import airflow_env
+from torchx_airflow.local import airflow_env
 for key, value in airflow_env(Path(sys.argv[1]), Path(sys.argv[2])).items():
     print(f"export {key}={shlex.quote(value)}")
 PY

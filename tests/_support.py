@@ -106,7 +106,7 @@ def run_training_dag(
     """
     import json
 
-    from torchx_airflow._local_airflow import dag_test_argv, prepare_home
+    from torchx_airflow.local import dag_test_argv, prepare_home
 
     env = {
         **os.environ,

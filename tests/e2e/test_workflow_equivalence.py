@@ -168,7 +168,7 @@ def test_local_run(setup: dict[str, Any]) -> None:
 def test_airflow_dag_test(
     setup: dict[str, Any], tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    from torchx_airflow._local_airflow import dag_test_argv, prepare_home
+    from torchx_airflow.local import dag_test_argv, prepare_home
 
     env = {
         **setup["env"],

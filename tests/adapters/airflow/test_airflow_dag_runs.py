@@ -1,7 +1,7 @@
 """TorchXOperator under a real Airflow: dag.test() on SQLite, each run in its own process.
 
 Airflow reads its configuration when first imported, so every run happens in a child process
-(``python -m torchx_airflow._local_airflow test``) with an isolated AIRFLOW_HOME; TorchX apps
+(``python -m torchx_airflow.local test``) with an isolated AIRFLOW_HOME; TorchX apps
 are real local_cwd apps under the test's TORCHX_HOME, inspected from here with a Runner.
 """
 
@@ -39,7 +39,7 @@ from torchx_airflow import TorchXOperator
 
 @pytest.fixture
 def airflow_env(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    from torchx_airflow._local_airflow import prepare_home
+    from torchx_airflow.local import prepare_home
 
     template = tmp_path_factory.getbasetemp() / "airflow-template"
     env = prepare_home(tmp_path / "airflow", template=template)
@@ -58,7 +58,7 @@ def write_dag(airflow_env: dict[str, str]) -> Callable[[str], Path]:
 
 
 def _cmd(dag_file: Path, dag_id: str) -> list[str]:
-    from torchx_airflow._local_airflow import dag_test_argv
+    from torchx_airflow.local import dag_test_argv
 
     return dag_test_argv(dag_file, dag_id, logical_date=LOGICAL_DATE)
 

@@ -1,18 +1,36 @@
 """Run DAGs locally on an isolated Airflow home with the embedded SQLite database.
 
-Used by ``scripts/airflow-dags-test.sh``, the tests and the benchmark; handy for DAG authors
-too. Nothing here imports Airflow in the calling process: Airflow reads its configuration when
-first imported, so every Airflow step runs in a child process with the environment below.
+The public helpers for running a DAG outside a deployment (used by
+``scripts/airflow-dags-test.sh``, ``scripts/pipeline-run.sh``, the tests and the benchmark;
+handy for DAG authors too):
 
-Command line::
+- :func:`airflow_env`: the environment variables of an isolated Airflow home on SQLite;
+- :func:`prepare_home`: creates such a home with a migrated database (optionally copied from a
+  migrated template) and returns its environment;
+- :func:`dag_test_argv`: the command that runs one DAG with ``dag.test()`` in a child process;
+- :func:`run_dag_test` and :func:`retry_task`: what that child process runs.
 
-    python -m torchx_airflow._local_airflow test DAG_FILE DAG_ID [--home DIR]
+Importing this module does not import Airflow: Airflow reads its configuration when first
+imported, so every Airflow step runs in a child process started with the environment above.
+
+Command line (with the environment of :func:`prepare_home`)::
+
+    python -m torchx_airflow.local test DAG_FILE DAG_ID
         [--logical-date ISO] [--conf JSON] [--connections FILE]
-    python -m torchx_airflow._local_airflow retry DAG_FILE DAG_ID TASK_ID --logical-date ISO
+    python -m torchx_airflow.local retry DAG_FILE DAG_ID TASK_ID --logical-date ISO
 
-prepares ``DIR`` (a migrated SQLite database, created once and copied from a template),
-runs ``dag.test()`` in this process and prints one JSON line: the run state and, per task,
-its state, try number and XComs.
+runs ``dag.test()`` (or the next try of one task of an existing run) in that process and
+prints one JSON line: the run state and, per task, its state, try number, duration and XComs.
+
+Example::
+
+    import os, subprocess
+    from pathlib import Path
+    from torchx_airflow.local import dag_test_argv, prepare_home
+
+    env = {**os.environ, **prepare_home(Path("/tmp/airflow-home"))}
+    argv = dag_test_argv(Path("dags/my_dag.py"), "my_dag", conf={"steps": 10})
+    summary = subprocess.run(argv, env=env, capture_output=True, text=True).stdout
 """
 
 from __future__ import annotations
@@ -69,7 +87,7 @@ def dag_test_argv(
         conf: the run's ``conf`` (DAG params).
         logical_date: the run's logical date (ISO 8601); default: now.
     """
-    argv = [sys.executable, "-m", "torchx_airflow._local_airflow", "test", str(dag_file), dag_id]
+    argv = [sys.executable, "-m", "torchx_airflow.local", "test", str(dag_file), dag_id]
     if conf:
         argv += ["--conf", json.dumps(dict(conf))]
     if logical_date:
@@ -215,7 +233,7 @@ def retry_task(dag_file: Path, dag_id: str, task_id: str, logical_date: datetime
 
 
 def _main(argv: Optional[list[str]] = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m torchx_airflow._local_airflow")
+    parser = argparse.ArgumentParser(prog="python -m torchx_airflow.local")
     sub = parser.add_subparsers(dest="cmd", required=True)
     test = sub.add_parser("test", help="run dag.test() and print a JSON summary")
     test.add_argument("dag_file", type=Path)
