@@ -5,13 +5,22 @@ Subclass it in a test module as ``class TestMyScheduler(SchedulerTestSuite)`` an
 scheduler runs images). Flags declare what a scheduler does not support; the hooks
 (:meth:`~SchedulerTestSuite.make_app`, :meth:`~SchedulerTestSuite.cfg`) can be overridden to adapt
 the apps, e.g. to add a namespace or a mount.
+
+Capabilities turned off. Each test of one capability is declared with :func:`_requires`. When a
+subclass turns a capability off (``supports_retries = False``), ``__init_subclass__`` replaces
+that test in the subclass with one that calls ``pytest.skip`` with the reason, so the report
+shows ``SKIPPED`` (never a ``PASSED`` for a test that checked nothing). A subclass that sets
+``omit_unsupported = True`` leaves those tests out of collection instead: the project's own
+suites do that for what their schedulers cannot do (so their run shows 0 skipped) and say why
+next to the flag. A sub-subclass that turns a capability back on gets the real test again.
+pytest is imported only when a skip runs, so ``import torchx.testing`` does not need it.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from typing import Any, Optional
+from typing import Any, Optional, TypeVar
 
 from torchx.schedulers.api import DescribeAppResponse, Scheduler, Stream
 from torchx.specs.api import AppDef, AppState, CfgVal, is_terminal
@@ -19,21 +28,74 @@ from torchx.testing._apps import make_app
 
 __all__ = ["SchedulerTestSuite"]
 
+_CAPABILITIES: dict[str, str] = {
+    "supports_retries": "replicas are restarted up to Role.max_retries",
+    "supports_streams": "log_iter separates stdout and stderr",
+    "supports_list": "list() shows the scheduler's apps",
+    "supports_fail_fast": "one failed replica fails the app and stops the others",
+    "supports_tail": "log_iter(should_tail=True) follows a replica until it ends",
+}
+"""The capability flags of :class:`SchedulerTestSuite` and what each one promises."""
+
+_REQUIRES = "__torchx_testing_requires__"
+_STANDIN = "__torchx_testing_standin__"
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _requires(*flags: str) -> Callable[[_F], _F]:
+    """Declares the capability flags (keys of ``_CAPABILITIES``) a suite test checks."""
+    unknown = set(flags) - set(_CAPABILITIES)
+    assert not unknown, f"unknown capability flags {sorted(unknown)}"
+
+    def mark(test: _F) -> _F:
+        setattr(test, _REQUIRES, flags)
+        return test
+
+    return mark
+
+
+def _implementation(cls: type, name: str) -> Any:
+    """The nearest real definition of ``name`` in ``cls``'s MRO (not a stand-in or an omission)."""
+    for klass in cls.__mro__:
+        value = klass.__dict__.get(name)
+        if value is not None and not getattr(value, _STANDIN, False):
+            return value
+    return None
+
+
+def _skipping(test: Callable[..., Any], reason: str) -> Callable[..., Any]:
+    """A stand-in for ``test`` that reports it skipped with ``reason`` (pytest imported lazily)."""
+
+    def standin(self: Any) -> None:
+        import pytest
+
+        pytest.skip(reason)
+
+    standin.__name__, standin.__qualname__ = test.__name__, test.__qualname__
+    standin.__doc__ = test.__doc__
+    setattr(standin, _STANDIN, True)
+    return standin
+
 
 class SchedulerTestSuite:
     """Base class of scheduler conformance tests (collected by pytest through a ``Test*`` subclass).
 
     Every test submits one of the apps of :func:`torchx.testing.make_app` and deletes what it
-    submitted afterwards (``teardown_method``).
+    submitted afterwards (``teardown_method``). A test of a capability the subclass turns off
+    is reported SKIPPED with the reason, or left out with ``omit_unsupported = True`` (see the
+    module docstring).
 
     Attributes:
         timeout: seconds a test waits for a state before failing.
         supports_retries: replicas are restarted up to ``Role.max_retries``.
         supports_streams: ``log_iter`` separates stdout and stderr.
         supports_list: ``list()`` shows the scheduler's apps.
-        delete_removes: after ``delete`` the app no longer exists (else it is only terminal).
         supports_fail_fast: one failed replica fails the app and stops the others.
         supports_tail: ``log_iter(should_tail=True)`` follows a replica until it ends.
+        delete_removes: which behaviour ``test_delete`` asserts: after ``delete`` the app no
+            longer exists (True), or it still exists in a terminal state (False).
+        omit_unsupported: leave the tests of capabilities turned off out of collection
+            instead of reporting them skipped.
     """
 
     timeout: float = 120.0
@@ -43,6 +105,25 @@ class SchedulerTestSuite:
     delete_removes: bool = True
     supports_fail_fast: bool = True
     supports_tail: bool = True
+    omit_unsupported: bool = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Skips (or omits) the tests of the capabilities ``cls`` turns off."""
+        super().__init_subclass__(**kwargs)
+        for name in dir(cls):
+            test = _implementation(cls, name) if name.startswith("test_") else None
+            flags: tuple[str, ...] = getattr(test, _REQUIRES, ())
+            if test is None or not flags:
+                continue
+            off = [flag for flag in flags if not getattr(cls, flag)]
+            if not off:
+                if getattr(cls, name) is not test:  # turned back on below a subclass that was off
+                    setattr(cls, name, test)
+            elif cls.omit_unsupported:
+                setattr(cls, name, None)  # pytest collects no test from a non-callable
+            else:
+                said = "; ".join(f"{f} = False: not checked that {_CAPABILITIES[f]}" for f in off)
+                setattr(cls, name, _skipping(test, f"{cls.__name__} sets {said}"))
 
     # -- hooks -----------------------------------------------------------------------------
 
@@ -139,7 +220,7 @@ class SchedulerTestSuite:
         desc2 = self.scheduler.describe(app_id)
         assert desc2 is not None and desc2.state == AppState.CANCELLED
 
-    def test_log_iter_per_replica_regex_and_streams(self) -> None:
+    def test_log_iter_per_replica_and_regex(self) -> None:
         app_id = self.submit("echo")
         self.wait_terminal(app_id)
         for k in range(2):
@@ -149,22 +230,29 @@ class SchedulerTestSuite:
         assert self.logs(app_id, "echo", 1, regex=r"^hel+o") == ["hello 1"]
         raw = list(self.scheduler.log_iter(app_id, "echo", 0, regex="hello"))
         assert raw == ["hello 0\n"]
-        if self.supports_streams:
-            assert self.logs(app_id, "echo", 0, streams=Stream.STDOUT) == ["hello 0"]
-            assert self.logs(app_id, "echo", 0, streams=Stream.STDERR) == ["oops 0"]
 
+    @_requires("supports_streams")
+    def test_log_iter_separates_streams(self) -> None:
+        app_id = self.submit("echo")
+        self.wait_terminal(app_id)
+        for k in range(2):
+            assert self.logs(app_id, "echo", k, streams=Stream.STDOUT) == [f"hello {k}"]
+            assert self.logs(app_id, "echo", k, streams=Stream.STDERR) == [f"oops {k}"]
+        assert sorted(self.logs(app_id, "echo", 0, streams=Stream.COMBINED)) == [
+            "hello 0",
+            "oops 0",
+        ]
+
+    @_requires("supports_tail")
     def test_log_iter_tails_until_the_app_ends(self) -> None:
-        if not self.supports_tail:
-            return
         app_id = self.submit("tail")
         self.wait_until(app_id, lambda d: d.state != AppState.SUBMITTED, "started")
         lines = self.logs(app_id, "tail", 0, should_tail=True)
         assert lines == ["line 1", "line 2"]
         assert self.wait_terminal(app_id).state == AppState.SUCCEEDED
 
+    @_requires("supports_fail_fast")
     def test_fail_fast_stops_the_other_replicas(self) -> None:
-        if not self.supports_fail_fast:
-            return
         app_id = self.submit("fail")
         desc = self.wait_terminal(app_id)
         assert desc.state == AppState.FAILED
@@ -175,14 +263,15 @@ class SchedulerTestSuite:
         )
         assert desc.state == AppState.FAILED
 
+    @_requires("supports_retries")
     def test_retries_restart_a_failed_replica(self) -> None:
-        if not self.supports_retries:
-            return
         app_id = self.submit("retry")
         desc = self.wait_terminal(app_id)
         assert desc.state == AppState.SUCCEEDED, desc
-        if desc.num_restarts >= 0:
-            assert desc.num_restarts >= 1
+        assert desc.num_restarts >= 1, (
+            f"num_restarts is {desc.num_restarts} after a retried replica: a scheduler that"
+            " restarts replicas reports how often (-1 means it does not track restarts)"
+        )
         assert "second" in self.logs(app_id, "retry", 0)
 
     def test_delete(self) -> None:
@@ -195,9 +284,8 @@ class SchedulerTestSuite:
         else:
             assert desc is not None and is_terminal(desc.state)
 
+    @_requires("supports_list")
     def test_list_shows_submitted_apps(self) -> None:
-        if not self.supports_list:
-            return
         kinds = ["echo", "fail"] if self.supports_fail_fast else ["echo", "echo"]
         ids = [self.submit(kind) for kind in kinds]
         ends = [self.wait_terminal(app_id).state for app_id in ids]
