@@ -10,7 +10,9 @@ bench/bench_docker.py`` with DOCKER_HOST set. Rows:
   a plain docker SDK loop that starts the same containers on its own network and waits for each
   (target: <= 1.2x); both include removing the containers and the network;
 * image-workspace build of a small project (20 files) on top of the busybox image: first build
-  (new content) and a second build of the same content (the engine's layer cache).
+  (new content) and a second build of the same content (the engine's layer cache);
+* cancel of a running replica that ignores SIGTERM (grace period 1 s): from ``cancel`` to its
+  return with the app CANCELLED (SIGTERM, the grace period, then SIGKILL; target: < 30 s).
 
 Every container, network and image created here is removed afterwards.
 """
@@ -141,6 +143,33 @@ def bench_workspace(rows: list[list[object]]) -> None:
     rows.append(["workspace build, 20 files: cached", f"{cached:.2f} s", "", "", ""])
 
 
+def _cancel_stubborn() -> float:
+    """Seconds ``cancel`` takes on a running replica that ignores SIGTERM (grace period 1 s)."""
+    from torchx.schedulers.docker_scheduler import create_scheduler
+    from torchx.specs.api import AppDef, AppState, Resource, Role
+
+    sched = create_scheduler("bench", grace_period=1)
+    script = "trap 'echo term' TERM; while true; do sleep 0.2; done"
+    role = Role("t", BUSYBOX, entrypoint="sh", args=["-c", script], resource=Resource(1, 0, 64))
+    app_id = sched.submit(AppDef("stubborn", roles=[role]), {})
+    try:
+        while (desc := sched.describe(app_id)) is None or desc.state != AppState.RUNNING:
+            sched.wait_for_change(app_id, 1)
+        start = time.perf_counter()
+        sched.cancel(app_id)
+        took = time.perf_counter() - start
+        desc = sched.describe(app_id)
+        assert desc is not None and desc.state == AppState.CANCELLED, desc
+        return took
+    finally:
+        sched.delete(app_id)
+
+
+def bench_cancel(rows: list[list[object]]) -> None:
+    took = statistics.median(_cancel_stubborn() for _ in range(REPEAT))
+    rows.append(["cancel, replica ignoring SIGTERM (grace 1 s)", f"{took:.2f} s", "", "", "< 30 s"])
+
+
 def main() -> int:
     try:
         import docker
@@ -152,6 +181,7 @@ def main() -> int:
     rows: list[list[object]] = []
     bench_replicas(rows)
     bench_workspace(rows)
+    bench_cancel(rows)
     print(tabulate(rows, headers=["local_docker", "torchx", "docker SDK loop", "ratio", "target"]))
     return 0
 

@@ -166,6 +166,9 @@ def test_default_log_iter_validate_and_wait() -> None:
     with pytest.raises(ValueError, match=r"No resource for role: r \(image: img\)"):
         sched._validate(AppDef("a", roles=[Role("r", "img", resource=NULL_RESOURCE)]), "fake", {})
     sched._validate(AppDef("a", roles=[Role("r", "img", resource=Resource(1, 0, 1))]), "fake", {})
+    # the base has no way to see a change: it blocks for the whole timeout (a lower bound, so
+    # not a speed check), and a negative timeout is no error
     start = time.monotonic()
-    sched.wait_for_change("app", 0.01)
-    assert time.monotonic() >= start
+    sched.wait_for_change("app", 0.05)
+    assert time.monotonic() - start >= 0.05
+    sched.wait_for_change("app", -1.0)

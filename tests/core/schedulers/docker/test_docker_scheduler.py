@@ -117,9 +117,7 @@ def test_cancel_kills_a_replica_that_ignores_sigterm(sched: Any) -> None:
     role = _sh("t", "trap 'echo term' TERM; while true; do sleep 0.2; done")
     app_id = _run(sched, AppDef("stubborn", roles=[role]))
     _wait(sched, app_id, lambda s: s == AppState.RUNNING)
-    t0 = time.monotonic()
-    sched.cancel(app_id)
-    assert time.monotonic() - t0 < 30
+    sched.cancel(app_id)  # how long it takes: bench/bench_docker.py
     desc = sched.describe(app_id)
     assert desc.state == AppState.CANCELLED
     assert all(is_terminal(r.state) for r in desc.roles_statuses[0].replicas)
