@@ -14,7 +14,6 @@ Parsing builds no AppDef and imports neither the runner nor the schedulers' back
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Union
 
@@ -22,13 +21,24 @@ if TYPE_CHECKING:
     from airflow.sdk import DAG
 
     from torchx.workflow import Pipeline
-    from torchx.workflow._template import Ref
+    from torchx.workflow.plan import Renderer
 
 __all__ = ["dag_from_pipeline", "to_jinja"]
 
 
 def _xcom(step: str, field: str) -> str:
     return f"{{{{ ti.xcom_pull(task_ids='{step}')['{field}'] }}}}"
+
+
+def _renderer(pipeline: Pipeline) -> Renderer:
+    """The plan's renderer with Airflow's callbacks: DAG params and XCom pulls."""
+    from torchx.workflow.plan import Renderer
+
+    return Renderer(
+        pipeline,
+        param=lambda name: f"{{{{ params.{name} }}}}",
+        step=lambda ref: _xcom(ref.name, ref.field),
+    )
 
 
 def to_jinja(pipeline: Pipeline, text: str) -> str:
@@ -38,32 +48,7 @@ def to_jinja(pipeline: Pipeline, text: str) -> str:
         pipeline: the pipeline (for ``pipeline.dir`` and declared outputs).
         text: a string of the pipeline.
     """
-    from torchx.workflow._template import render
-
-    def resolve(ref: Ref) -> str:
-        if ref.kind == "params":
-            return f"{{{{ params.{ref.name} }}}}"
-        if ref.kind == "pipeline":
-            if ref.name == "name":
-                return pipeline.name
-            src = pipeline.source
-            return os.path.dirname(os.path.abspath(src)) if src else os.getcwd()
-        if ref.field.startswith("outputs."):
-            declared = pipeline.steps[ref.name].outputs[ref.field.partition(".")[2]]
-            return to_jinja(pipeline, declared)
-        return _xcom(ref.name, ref.field)
-
-    return render(text, resolve)
-
-
-def _jinja_value(pipeline: Pipeline, value: Any) -> Any:
-    if isinstance(value, str):
-        return to_jinja(pipeline, value)
-    if isinstance(value, Mapping):
-        return {k: _jinja_value(pipeline, v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_jinja_value(pipeline, v) for v in value]
-    return value
+    return _renderer(pipeline).render(text)
 
 
 def _dag_params(pipeline: Pipeline) -> dict[str, Any]:
@@ -83,22 +68,23 @@ def _dag_params(pipeline: Pipeline) -> dict[str, Any]:
 
 
 def _operator_kwargs(pipeline: Pipeline, name: str) -> dict[str, Any]:
-    from torchx.workflow._plan import parent_of
+    from torchx.workflow.plan import parent_of
 
     step = pipeline.effective(name)
+    jinja = _renderer(pipeline).render_value
     kwargs: dict[str, Any] = {
         "task_id": name,
-        "scheduler": _jinja_value(pipeline, step.scheduler),
-        "scheduler_cfg": _jinja_value(pipeline, step.cfg) or None,
-        "image": _jinja_value(pipeline, step.image),
-        "resource": _jinja_value(pipeline, step.resource),
-        "env": _jinja_value(pipeline, step.env),
+        "scheduler": jinja(step.scheduler),
+        "scheduler_cfg": jinja(step.cfg) or None,
+        "image": jinja(step.image),
+        "resource": jinja(step.resource),
+        "env": jinja(step.env),
         "max_retries": step.max_retries,
         "role_retry_policy": step.retry_policy,
     }
     if step.component is not None:
         kwargs["component"] = step.component
-        kwargs["component_args"] = _jinja_value(pipeline, step.args)
+        kwargs["component_args"] = jinja(step.args)
     else:
         kwargs["app"] = step.app
     parent = parent_of(pipeline, name)
@@ -128,7 +114,7 @@ def dag_from_pipeline(
 
     from torchx.workflow import Pipeline as _Pipeline
     from torchx.workflow import load_pipeline
-    from torchx.workflow._plan import dependencies, order
+    from torchx.workflow.plan import dependencies, order
     from torchx_airflow.operators.torchx import TorchXOperator
 
     if not isinstance(pipeline, _Pipeline):

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from kfp.dsl.pipeline_task import PipelineTask
 
     from torchx.workflow import Pipeline
-    from torchx.workflow._template import Ref
+    from torchx.workflow.plan import Ref, Renderer
 
 __all__ = ["pipeline_from_workflow"]
 
@@ -41,22 +41,9 @@ _FIELDS = ("app_handle", "app_id", "tracker_run_id")
 
 def _needed(pipeline: Pipeline, name: str, deps: Mapping[str, list[str]]) -> list[str]:
     """The steps whose outputs task ``name`` receives: its dependencies and references."""
-    from torchx.workflow._graph import step_refs
+    from torchx.workflow.plan import referenced_steps
 
-    needed = list(deps[name])
-    todo = [ref for _, ref in step_refs(pipeline.steps[name])]
-    while todo:
-        ref = todo.pop()
-        if ref.kind != "steps" or ref.name == name and not ref.field.startswith("outputs."):
-            continue
-        if ref.name != name and ref.name not in needed:
-            needed.append(ref.name)
-        if ref.field.startswith("outputs."):
-            declared = pipeline.steps[ref.name].outputs[ref.field.partition(".")[2]]
-            from torchx.workflow._template import find_refs
-
-            todo += [r for r in find_refs(declared) if r.name != ref.name]
-    return needed
+    return [*deps[name], *(s for s in referenced_steps(pipeline, name) if s not in deps[name])]
 
 
 def _output(task: PipelineTask, field: str) -> Any:
@@ -66,42 +53,33 @@ def _output(task: PipelineTask, field: str) -> Any:
     return task.outputs[field]
 
 
-def _channel_resolver(
-    pipeline: Pipeline, values: Mapping[str, Any], tasks: Mapping[str, PipelineTask], name: str
-) -> Callable[[Ref], str]:
-    """Resolves references to f-string forms of pipeline channels (parameters, task outputs)."""
-    from torchx.workflow._build import Resolver
-    from torchx.workflow._template import render
+def _channel_renderer(
+    pipeline: Pipeline, values: Mapping[str, Any], tasks: Mapping[str, PipelineTask]
+) -> Renderer:
+    """The plan's renderer with KFP's callbacks: f-string forms of pipeline channels.
 
-    static = Resolver(pipeline, pipeline.param_defaults())
+    A parameter is the pipeline input, a step field the task output (a container task runs
+    only after its upstream tasks succeeded, so ``state`` is ``SUCCEEDED``).
+    """
+    from torchx.workflow.plan import Renderer
 
-    def resolve(ref: Ref) -> str:
-        if ref.kind == "params":
-            return str(values[ref.name])
-        if ref.kind == "pipeline":
-            return static(ref)
+    def step(ref: Ref) -> str:
         if ref.field == "state":
             return "SUCCEEDED"
-        if ref.field.startswith("outputs."):
-            declared = pipeline.steps[ref.name].outputs[ref.field.partition(".")[2]]
-            return render(declared, _channel_resolver(pipeline, values, tasks, ref.name))
         return str(_output(tasks[ref.name], ref.field))
 
-    return resolve
+    return Renderer(pipeline, param=lambda name: str(values[name]), step=step)
 
 
 def _single_task(pipeline: Pipeline, name: str) -> bool:
     """Whether one KFP container task can run the step (the KFP adapter's rules)."""
-    from torchx.workflow._build import Resolver, build_step
-    from torchx.workflow._graph import strings_of
-    from torchx.workflow._template import find_refs
+    from torchx.workflow.plan import ValueRenderer, build_step, has_refs
     from torchx_kfp._checks import check_single_task
 
     step = pipeline.effective(name)
-    for field in ("resource", "image", "cfg"):
-        if any(find_refs(text) for _, text in strings_of(getattr(step, field))):
-            return False  # a task's resources and image are fixed when the pipeline compiles
-    resolve = Resolver(pipeline, pipeline.param_defaults(), placeholder=True)
+    if any(has_refs(getattr(step, field)) for field in ("resource", "image", "cfg")):
+        return False  # a task's resources and image are fixed when the pipeline compiles
+    resolve = ValueRenderer(pipeline, pipeline.param_defaults(), placeholder=True)
     try:
         check_single_task(build_step(pipeline, name, resolve, {}).app)  # type: ignore[arg-type]
     except ValueError:
@@ -121,20 +99,19 @@ def _container_task(
     Arguments and env may hold parameters and upstream outputs (as pipeline channels); the
     tracker parent is the parent step's ``tracker_run_id``; other dependencies order it.
     """
-    from torchx.workflow._plan import parent_of
-    from torchx.workflow._template import render
+    from torchx.workflow.plan import parent_of
     from torchx_kfp.component import container_from_app
 
     step = pipeline.effective(name)
-    resolve = _channel_resolver(pipeline, values, tasks, name)
-    args = [render(str(a), resolve) for a in step.args] if isinstance(step.args, list) else []
+    render = _channel_renderer(pipeline, values, tasks).render
+    args = [render(str(a)) for a in step.args] if isinstance(step.args, list) else []
     if isinstance(step.args, Mapping):
-        args = [p for k, v in step.args.items() for p in (f"--{k}", render(str(v), resolve))]
+        args = [p for k, v in step.args.items() for p in (f"--{k}", render(str(v)))]
     kwargs: dict[str, Any] = {
         "image": step.image,
         "resource": step.resource,
         "max_retries": step.max_retries,
-        "env": {k: render(v, resolve) for k, v in step.env.items()},
+        "env": {k: render(v) for k, v in step.env.items()},
         "display_name": name,
     }
     parent = parent_of(pipeline, name)
@@ -212,7 +189,7 @@ def pipeline_from_workflow(
     """
     from kfp import dsl
 
-    from torchx.workflow._plan import dependencies, order
+    from torchx.workflow.plan import dependencies, order
     from torchx_kfp._workflow_run import pipeline_to_json
     from torchx_kfp.launcher import DEFAULT_LAUNCHER_IMAGE
 

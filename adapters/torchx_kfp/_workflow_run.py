@@ -44,15 +44,14 @@ def pipeline_from_json(text: str) -> Pipeline:
 
 
 def _results(pipeline: Pipeline, upstream: Mapping[str, str], params: Any) -> dict[str, Any]:
-    from torchx.workflow._build import Resolver, render_value
+    from torchx.workflow.plan import ValueRenderer
 
     results: dict[str, dict[str, str]] = {}
     for key, value in upstream.items():
         name, _, field = key.partition(".")
         results.setdefault(name, {"state": "SUCCEEDED"})[field] = str(value)
     for name, values in results.items():
-        resolve = Resolver(pipeline, params, results)
-        outs = render_value(dict(pipeline.steps[name].outputs), resolve)
+        outs = ValueRenderer(pipeline, params, results).outputs_of(name)
         values.update({f"outputs.{k}": v for k, v in outs.items()})
     return results
 
@@ -77,14 +76,14 @@ def run_step(
         TorchXKfpAppError: the app did not succeed.
     """
     from torchx.runner import get_runner
-    from torchx.workflow._build import Resolver, build_step
     from torchx.workflow.executor import resolve_params
+    from torchx.workflow.plan import ValueRenderer, build_step
     from torchx_kfp._appjson import app_to_json
     from torchx_kfp._launch import launch
 
     pipeline = pipeline_from_json(pipeline_json)
     values = resolve_params(pipeline, params)
-    resolve = Resolver(pipeline, values, _results(pipeline, upstream, values))
+    resolve = ValueRenderer(pipeline, values, _results(pipeline, upstream, values))
     with get_runner() as runner:
         defaults = runner.config.component_defaults()
     request = build_step(pipeline, step, resolve, defaults)

@@ -6,11 +6,11 @@ import inspect
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from torchx.workflow._build import Resolver, render_value
 from torchx.workflow._validate import line_of
 from torchx.workflow._yaml import Lines
 from torchx.workflow.errors import Issue, did_you_mean
 from torchx.workflow.model import Pipeline
+from torchx.workflow.plan import ValueRenderer
 
 __all__ = ["check_registries"]
 
@@ -103,10 +103,10 @@ def _check_names(pipeline: Pipeline, name: str, lines: Lines) -> list[Issue]:
     from torchx.specs import named_resources
 
     step = pipeline.effective(name)
-    resolve = Resolver(pipeline, pipeline.param_defaults(), placeholder=True)
+    resolve = ValueRenderer(pipeline, pipeline.param_defaults(), placeholder=True)
     issues = []
     own = pipeline.steps[name].scheduler
-    sched = render_value(step.scheduler, resolve)
+    sched = resolve.render_value(step.scheduler)
     schedulers = get_scheduler_factories()
     if "<" not in sched and sched not in schedulers:
         hint = did_you_mean(sched, schedulers)
@@ -119,7 +119,7 @@ def _check_names(pipeline: Pipeline, name: str, lines: Lines) -> list[Issue]:
                 line,
             )
         )
-    res = render_value(step.resource, resolve) if step.resource else None
+    res = resolve.render_value(step.resource) if step.resource else None
     if res and "<" not in res and res not in named_resources:
         hint = did_you_mean(res, list(named_resources))
         own_res = pipeline.steps[name].resource

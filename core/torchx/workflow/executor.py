@@ -23,10 +23,10 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Optional, Union
 
-from torchx.workflow._build import Resolver, build_step, render_value
-from torchx.workflow._plan import dependencies, order
 from torchx.workflow._validate import coerce_param
 from torchx.workflow.model import Pipeline
+from torchx.workflow.plan import ValueRenderer as Resolver
+from torchx.workflow.plan import build_step, dependencies, order, render_value
 from torchx.workflow.run import PipelineRun, StepRun
 
 if TYPE_CHECKING:

@@ -10,8 +10,8 @@ import pytest
 pytest.importorskip("pydantic", reason="pydantic is not installed (pip install -e '.[workflow]')")
 
 from torchx.workflow import Pipeline, Step, WorkflowError, load_pipeline, validate_pipeline
-from torchx.workflow._plan import dependencies, order, parent_of
 from torchx.workflow.executor import resolve_params
+from torchx.workflow.plan import dependencies, order, parent_of
 
 REPO = Path(__file__).resolve().parents[3]
 
