@@ -1,27 +1,33 @@
-"""``get_builtin_source``: the source of a component, for ``torchx builtins --print``."""
+"""The source of a component function, for ``torchx builtins --print`` (private).
+
+``torchx.specs.finder.get_builtin_source`` finds the component and calls
+:func:`component_source`; this module never imports the finder.
+"""
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
+from typing import Any
 
 from torchx.specs import file_linter
 
-__all__ = ["get_builtin_source"]
+__all__ = ["component_source"]
 
 
-def get_builtin_source(name: str) -> str:
-    """Returns the source of component ``name``: its file's imports, then the function.
+def component_source(fn: Callable[..., Any]) -> str:
+    """Returns the source of component function ``fn``: its file's imports, then the function.
 
     Args:
-        name: the component name.
+        fn: the component function.
 
     Returns:
         The ``import``/``from`` lines before ``def {fn}(``, a blank line, and the function
         source (including decorators).
-    """
-    from torchx.specs import finder
 
-    fn = finder.get_component(name).fn
+    Raises:
+        LookupError: the function is not defined at the top level of its file.
+    """
     source = file_linter.read_conf_file(fn.__code__.co_filename)
     lines = source.splitlines()
     header = f"def {fn.__name__}("
@@ -36,10 +42,8 @@ def get_builtin_source(name: str) -> str:
 
 
 def _function_source(source: str, lines: list[str], fn_name: str) -> str:
-    from torchx.specs import finder
-
     for node in ast.parse(source).body:
         if isinstance(node, ast.FunctionDef) and node.name == fn_name:
             start = min([d.lineno for d in node.decorator_list] + [node.lineno])
             return "\n".join(lines[start - 1 : node.end_lineno]) + "\n"
-    raise finder.ComponentNotFoundException(f"Function {fn_name} not found in its source file")
+    raise LookupError(f"Function {fn_name} not found in its source file")

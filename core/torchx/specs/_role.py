@@ -1,11 +1,17 @@
-"""``RetryPolicy``, ``Role`` and ``AppDef`` (re-exported from :mod:`torchx.specs.api`)."""
+"""``RetryPolicy``, ``Role``, ``AppDef``, ``AppDryRunInfo`` (re-exported by ``torchx.specs.api``).
+
+``AppDryRunInfo`` (the scheduler request built from an AppDef) lives here because both refer
+to each other: ``Role.pre_proc`` takes one, ``AppDryRunInfo.app`` is the AppDef.
+"""
 
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TYPE_CHECKING, Any
+from types import MappingProxyType
+from typing import Any, Generic, TypeVar
 
 from torchx.specs._constants import MISSING
 from torchx.specs._mounts import BindMount, DeviceMount, VolumeMount
@@ -13,10 +19,9 @@ from torchx.specs._overrides import resolve_override
 from torchx.specs._resource import NULL_RESOURCE, Resource
 from torchx.specs._workspace import Workspace
 
-if TYPE_CHECKING:
-    from torchx.specs._handles import AppDryRunInfo
+__all__ = ["AppDef", "AppDryRunInfo", "RetryPolicy", "Role"]
 
-__all__ = ["RetryPolicy", "Role", "AppDef"]
+T = TypeVar("T")
 
 
 class RetryPolicy(str, Enum):  # noqa: UP042 (TorchX API: str() shows the member)
@@ -122,3 +127,33 @@ class AppDef:
     name: str
     roles: list[Role] = field(default_factory=list)
     metadata: dict[str, str] = field(default_factory=dict)
+
+
+class AppDryRunInfo(Generic[T]):
+    """The raw scheduler request for an app, as built by ``submit_dryrun``.
+
+    Args:
+        request: the scheduler-specific request object.
+        fmt: formats the request for ``repr()``.
+    """
+
+    def __init__(self, request: T, fmt: Callable[[T], str]) -> None:
+        self.request = request
+        self._fmt = fmt
+        # back-references set by the runner and the scheduler
+        self._app: AppDef | None = None
+        self._cfg: Mapping[str, Any] | None = None
+        self._scheduler: str | None = None
+
+    @property
+    def app(self) -> AppDef | None:
+        """The AppDef this request was built from, or None."""
+        return self._app
+
+    @property
+    def cfg(self) -> Mapping[str, Any]:
+        """A read-only view of the resolved run config."""
+        return MappingProxyType(dict(self._cfg or {}))
+
+    def __repr__(self) -> str:
+        return self._fmt(self.request)

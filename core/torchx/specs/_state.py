@@ -9,7 +9,7 @@ from typing import Any
 
 from torchx.specs._constants import NONE
 from torchx.specs._errors import TorchXError
-from torchx.specs._status_format import format_app_status, format_error_message
+from torchx.specs._status_format import error_summary, format_error_message, replica_text
 
 __all__ = [
     "AppState",
@@ -144,8 +144,6 @@ class AppStatus:
         replica error that has one, FAILED replicas before the others (which were usually
         stopped because of them).
         """
-        from torchx.specs._status_format import error_summary
-
         found = error_summary(self.structured_error_msg)
         if found:
             return found
@@ -193,7 +191,7 @@ class AppStatus:
         Returns:
             The multi-line status text.
         """
-        return format_app_status(self, self._filtered_roles(filter_roles))
+        return _format_status(self, self._filtered_roles(filter_roles))
 
     @staticmethod
     def _format_error_message(msg: str, header: str, width: int = 80) -> str:
@@ -211,6 +209,30 @@ class AppStatus:
             for replica in role["replicas"]:
                 replica["state"] = repr(replica["state"])
         return str(yaml.dump({"AppStatus": status}))
+
+
+def _format_role(role: RoleStatus) -> str:
+    out = []
+    for replica in sorted(role.replicas, key=lambda r: r.id):
+        mark = "*" if replica.id == 0 else " "
+        text = replica_text(replica.state, replica.structured_error_msg, replica.hostname)
+        out.append(f"\n {mark}{role.role}[{replica.id}]:{text}")
+    return "".join(out)
+
+
+def _format_status(status: AppStatus, roles: list[RoleStatus]) -> str:
+    """The ``AppStatus:`` text block of ``status`` with ``roles``, ending with four spaces."""
+    roles_text = "".join(_format_role(r) for r in roles)
+    return (
+        "AppStatus:\n"
+        f"    State: {status.state}\n"
+        f"    Num Restarts: {status.num_restarts}\n"
+        f"    Roles: {roles_text}\n"
+        f"    Msg: {status.msg}\n"
+        f"    Structured Error Msg: {status.structured_error_msg}\n"
+        f"    UI URL: {status.ui_url}\n"
+        "    "
+    )
 
 
 class AppStatusError(TorchXError):

@@ -1,18 +1,19 @@
-"""Human-readable formatting of ``AppStatus`` (what ``torchx status`` prints)."""
+"""Text helpers for ``AppStatus.format`` (what ``torchx status`` prints) and its error summary.
+
+Plain text in, text out: the status types stay in :mod:`torchx.specs._state`, which calls
+these (so this module never imports it).
+"""
 
 from __future__ import annotations
 
 import json
 import re
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from torchx.specs._constants import NONE
 
-if TYPE_CHECKING:
-    from torchx.specs._state import AppStatus, ReplicaStatus, RoleStatus
-
-__all__ = ["error_summary", "format_app_status", "format_error_message"]
+__all__ = ["error_summary", "format_error_message", "replica_text"]
 
 _NOT_AVAILABLE = "<N/A>"
 _NO_REPLY_STATES = ("FAILED", "CANCELLED")
@@ -105,50 +106,26 @@ def _state_name(state: Any) -> str:
     return str(getattr(state, "name", state))
 
 
-def _replica_data(replica: ReplicaStatus) -> str:
-    state = _state_name(replica.state)
-    if replica.structured_error_msg == NONE:
-        return f"{state} (no reply file)" if state in _NO_REPLY_STATES else state
-    parsed = _parse_error(replica.structured_error_msg)
+def replica_text(state: Any, structured_error_msg: str, hostname: str) -> str:
+    """Formats one replica's state and error (the part after ``role[id]:``).
+
+    Args:
+        state: the replica state (an ``AppState``, or its name).
+        structured_error_msg: the replica's error (JSON) or ``NONE``.
+        hostname: the replica's host.
+    """
+    name = _state_name(state)
+    if structured_error_msg == NONE:
+        return f"{name} (no reply file)" if name in _NO_REPLY_STATES else name
+    parsed = _parse_error(structured_error_msg)
     if parsed is None:
-        return replica.structured_error_msg
+        return structured_error_msg
     message, code, ts = parsed
     # the block starts 4 columns in, so continuation lines move along with it
     error_msg = format_error_message(_trim_error(message), _ERROR_HEADER).replace("\n", "\n    ")
     return (
-        f"{state} (exitcode: {_NOT_AVAILABLE if code is None else code})"
+        f"{name} (exitcode: {_NOT_AVAILABLE if code is None else code})"
         f"\n        timestamp: {_format_timestamp(ts)}"
-        f"\n        hostname: {replica.hostname}"
+        f"\n        hostname: {hostname}"
         f"\n    {error_msg}"
-    )
-
-
-def _format_role(role: RoleStatus) -> str:
-    out = []
-    for replica in sorted(role.replicas, key=lambda r: r.id):
-        mark = "*" if replica.id == 0 else " "
-        out.append(f"\n {mark}{role.role}[{replica.id}]:{_replica_data(replica)}")
-    return "".join(out)
-
-
-def format_app_status(status: AppStatus, roles: list[RoleStatus]) -> str:
-    """Formats an app status with the given (already filtered) roles.
-
-    Args:
-        status: the status to format.
-        roles: the role statuses to include.
-
-    Returns:
-        The ``AppStatus:`` text block, ending with a newline and four spaces.
-    """
-    roles_text = "".join(_format_role(r) for r in roles)
-    return (
-        "AppStatus:\n"
-        f"    State: {status.state}\n"
-        f"    Num Restarts: {status.num_restarts}\n"
-        f"    Roles: {roles_text}\n"
-        f"    Msg: {status.msg}\n"
-        f"    Structured Error Msg: {status.structured_error_msg}\n"
-        f"    UI URL: {status.ui_url}\n"
-        "    "
     )

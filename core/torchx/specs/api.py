@@ -26,7 +26,6 @@ from torchx.specs._errors import (
     UnknownSchedulerException,
 )
 from torchx.specs._handles import (
-    AppDryRunInfo,
     AppHandle,
     ParsedAppHandle,
     make_app_handle,
@@ -35,7 +34,7 @@ from torchx.specs._handles import (
 from torchx.specs._macros import macros
 from torchx.specs._mounts import BindMount, DeviceMount, MountType, VolumeMount, parse_mounts
 from torchx.specs._resource import NULL_RESOURCE, CapabilityKey, Resource
-from torchx.specs._role import AppDef, RetryPolicy, Role
+from torchx.specs._role import AppDef, AppDryRunInfo, RetryPolicy, Role
 from torchx.specs._runopts import CfgVal, runopt, runopts
 from torchx.specs._state import (
     _TERMINAL_STATES,

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from torchx.specs import file_linter
-from torchx.specs._finder_source import get_builtin_source
+from torchx.specs._finder_source import component_source
 from torchx.specs.api import TorchXError
 from torchx.specs.file_linter import ComponentFunctionValidator
 from torchx.util import entrypoints
@@ -392,6 +392,21 @@ def _find_component(name: str, validators: list[ComponentFunctionValidator] | No
         valid = [n for n, c in components.items() if not c.validation_errors]
         raise ComponentNotFoundException(_not_found_message(name, valid))
     return components[name]
+
+
+def get_builtin_source(name: str) -> str:
+    """Returns the source of component ``name``: its file's imports, then the function.
+
+    Args:
+        name: the component name.
+
+    Raises:
+        ComponentNotFoundException: no such component, or its function is not in its file.
+    """
+    try:
+        return component_source(get_component(name).fn)
+    except LookupError as e:
+        raise ComponentNotFoundException(str(e)) from None
 
 
 def get_component(

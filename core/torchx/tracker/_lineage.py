@@ -1,16 +1,70 @@
-"""Lineage: the transitive graph of runs linked by ``add_source``, up and down."""
+"""Lineage: the transitive graph of runs linked by ``add_source``, up and down.
+
+The records a tracker returns (:class:`TrackerSource`, :class:`TrackerArtifact`) live here with
+the lineage that holds them; :mod:`torchx.tracker.api` re-exports them. :func:`build_lineage`
+reads any object with ``sources``, ``run_ids`` and ``artifacts`` (a ``TrackerBase``), so this
+module never imports the API.
+"""
 
 from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from torchx.tracker.api import TrackerArtifact, TrackerBase, TrackerSource
+__all__ = [
+    "Lineage",
+    "LineageEdge",
+    "LineageReader",
+    "TrackerArtifact",
+    "TrackerSource",
+    "build_lineage",
+]
 
-__all__ = ["Lineage", "LineageEdge", "build_lineage"]
+
+@dataclass
+class TrackerSource:
+    """A source (parent) of a run.
+
+    Attributes:
+        source_run_id: the parent run id.
+        artifact_name: the parent's artifact that was used, or None for the run as a whole.
+    """
+
+    source_run_id: str
+    artifact_name: str | None
+
+
+@dataclass
+class TrackerArtifact:
+    """An artifact a run produced (a checkpoint, a dataset, a report).
+
+    Attributes:
+        name: the artifact's name within its run.
+        path: where it lives (any fsspec URL).
+        metadata: free-form metadata.
+    """
+
+    name: str
+    path: str
+    metadata: Mapping[str, object] | None
+
+
+class LineageReader(Protocol):
+    """What :func:`build_lineage` reads: the query methods of a ``TrackerBase``."""
+
+    def sources(self, run_id: str, artifact_name: str | None = None) -> Iterable[TrackerSource]:
+        """The sources of ``run_id``."""
+        ...
+
+    def run_ids(self, **kwargs: str) -> Iterable[str]:
+        """The run ids matching ``kwargs`` (e.g. ``parent_run_id``)."""
+        ...
+
+    def artifacts(self, run_id: str) -> Mapping[str, TrackerArtifact]:
+        """The artifacts of ``run_id``, by name."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -104,14 +158,14 @@ def _walk(
 
 
 def build_lineage(
-    tracker: TrackerBase,
+    tracker: LineageReader,
     run_id: str,
     children_of: Callable[[str], Iterable[tuple[str, str | None]]] | None = None,
 ) -> Lineage:
     """Computes the lineage of ``run_id`` from a tracker's ``sources`` and ``run_ids`` methods.
 
     Args:
-        tracker: the tracker to read.
+        tracker: the tracker to read (a ``TrackerBase``).
         run_id: the run to trace.
         children_of: ``run -> [(child, artifact_name)]``; defaults to scanning
             ``tracker.run_ids(parent_run_id=run)`` and the children's sources. Backends that index

@@ -17,7 +17,13 @@ from functools import lru_cache
 from typing import Any
 
 from torchx import plugins
-from torchx.tracker._lineage import Lineage, LineageEdge, build_lineage
+from torchx.tracker._lineage import (
+    Lineage,
+    LineageEdge,
+    TrackerArtifact,
+    TrackerSource,
+    build_lineage,
+)
 from torchx.util.modules import load_module
 
 __all__ = [
@@ -43,34 +49,6 @@ ENV_TORCHX_TRACKERS = "TORCHX_TRACKERS"
 ENV_TORCHX_PARENT_RUN_ID = "TORCHX_PARENT_RUN_ID"
 ENV_TORCHX_JOB_ID = "TORCHX_JOB_ID"
 UNDEFINED_RUN_ID = "<UNDEFINED>"
-
-
-@dataclass
-class TrackerSource:
-    """A source (parent) of a run.
-
-    Attributes:
-        source_run_id: the parent run id.
-        artifact_name: the parent's artifact that was used, or None for the run as a whole.
-    """
-
-    source_run_id: str
-    artifact_name: str | None
-
-
-@dataclass
-class TrackerArtifact:
-    """An artifact a run produced (a checkpoint, a dataset, a report).
-
-    Attributes:
-        name: the artifact's name within its run.
-        path: where it lives (any fsspec URL).
-        metadata: free-form metadata.
-    """
-
-    name: str
-    path: str
-    metadata: Mapping[str, object] | None
 
 
 @dataclass
