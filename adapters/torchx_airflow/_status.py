@@ -32,18 +32,24 @@ def xcom_result(app_handle: str, status: Optional[AppStatus]) -> dict[str, Any]:
     }
 
 
-def failure_message(app_handle: str, status: Optional[AppStatus]) -> str:
-    """Returns the message the task fails with: a summary line, then the app's status."""
+def failure_message(
+    app_handle: str,
+    status: Optional[AppStatus],
+    tails: Optional[dict[str, list[str]]] = None,
+    *,
+    deadline_expired: bool = False,
+) -> str:
+    """Returns the message the task fails with: core's ``torchx.runner.follow`` message.
+
+    A summary line (leading with the app's structured error), the app's status, then the last
+    log lines of each failed replica; a vanished app's message says how to launch it again.
+    """
+    from torchx.runner.follow import failure_message as core_message
+
+    message = core_message(app_handle, status, tails, deadline_expired=deadline_expired)
     if status is None:
-        return (
-            f"TorchX app {app_handle} no longer exists (purged by its scheduler?);"
-            " clear the task to launch it again"
-        )
-    head = f"TorchX app {app_handle} ended {status.state.name}"
-    why = status.error_summary() or (status.msg or "").strip()
-    if why:
-        head = f"{head}: {why}"
-    return f"{head}\n{status.format()}"
+        message = f"{message}; clear the task to launch it again"
+    return message
 
 
 def event_payload(app_handle: str, status: Optional[AppStatus], error: str = "") -> dict[str, Any]:

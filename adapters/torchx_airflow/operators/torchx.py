@@ -25,7 +25,6 @@ retry runs it again.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Optional, Union
 
@@ -35,6 +34,7 @@ from torchx_airflow.version_compat import BaseOperator, Context, default_deferra
 
 if TYPE_CHECKING:
     from torchx.runner.api import Runner
+    from torchx.runner.follow import FollowResult
     from torchx.runner.launch import PerRole
     from torchx.specs.api import AppDef, AppStatus
     from torchx.util.log_tee_helpers import LogTee
@@ -186,7 +186,9 @@ class TorchXOperator(BaseOperator):
                 slot = found
         self._app_handle = handle
         if status is not None and status.is_terminal():
-            return self._finish(context, handle, status)
+            from torchx.runner.follow import FollowResult
+
+            return self._finish(context, FollowResult(handle, status))
         if self.deferrable:
             from torchx_airflow._deferral import wait_in_worker_reason
 
@@ -198,8 +200,7 @@ class TorchXOperator(BaseOperator):
                     slot.set(handle)  # the triggerer waits: this process may be gone
                 self._push_handle(context, handle)
                 self._defer(handle, settings)
-        status = self._wait(runner, handle, app, context, slot)
-        return self._finish(context, handle, status)
+        return self._finish(context, self._wait(runner, handle, app, context, slot))
 
     def execute_complete(self, context: Context, event: dict[str, Any]) -> Any:
         """Resumes after ``TorchXJobTrigger`` fired: copies the logs and returns or raises."""
@@ -213,12 +214,13 @@ class TorchXOperator(BaseOperator):
         runner = TorchXHook.make_runner(self._resolve_settings())
         if event.get("status") == WAIT_IN_WORKER:  # the triggerer cannot see this local app
             self.log.info("%s", event.get("message"))
-            status = self._wait(runner, handle, runner.describe(handle))
-            return self._finish(context, handle, status)
-        status = runner.status(handle)
-        if self.stream_logs and status is not None:
-            self._log_tee(runner, handle, runner.describe(handle), status).copy(_DUMP_LIMIT)
-        return self._finish(context, handle, status)
+            return self._finish(context, self._wait(runner, handle, runner.describe(handle)))
+        from torchx.runner.follow import follow
+
+        result = follow(runner, handle, wait_interval=self.poll_interval)  # it has ended
+        if self.stream_logs and result.status is not None:
+            self._log_tee(runner, handle, runner.describe(handle), result.status).copy(_DUMP_LIMIT)
+        return self._finish(context, result)
 
     def on_kill(self) -> None:
         """Cancels the app (Airflow calls this when the task is killed or times out)."""
@@ -305,25 +307,39 @@ class TorchXOperator(BaseOperator):
         app: Optional[AppDef],
         context: Optional[Context] = None,
         slot: Optional[AppSlot] = None,
-    ) -> Optional[AppStatus]:
-        tee = None
+    ) -> FollowResult:
+        """Follows the app in the worker (``torchx.runner.follow``): logs, fail-fast, the end.
+
+        An exception while waiting (a task timeout, a failed XCom push) cancels the app.
+        """
+        from torchx.runner.follow import Follower
+
+        on_log, replicas = None, None
         if self.stream_logs:
+            from torchx.util.log_tee_helpers import replicas_of
+
             known = None if app is not None and app.roles else runner.status(handle)
-            tee = self._log_tee(runner, handle, app, known).start()
-        # a short app needs neither the re-attach record nor its own app_handle XCom
-        ended, status = _wait_up_to(runner, handle, _STORE_AFTER)
-        if not ended and slot is not None:
-            slot.set(handle)
-            self.log.info("kept the app handle for re-attach by a later try of this task")
-        if not ended and context is not None:
-            ended, status = _wait_up_to(runner, handle, _HANDLE_PUSH_AFTER - _STORE_AFTER)
-            if not ended:
-                self._push_handle(context, handle)
-        if not ended:
-            status = runner.wait(handle, wait_interval=self.poll_interval)
-        if tee is not None:
-            tee.join(_JOIN_TIMEOUT)
-        return status
+            on_log, replicas = self.log.info, replicas_of(app, known)
+        with Follower(
+            runner,
+            handle,
+            on_log=on_log,
+            replicas=replicas,
+            app=app,
+            log_prefix="[{role}/{replica}] ",
+            wait_interval=self.poll_interval,
+            join_timeout=_JOIN_TIMEOUT,
+        ) as follower:
+            # a short app needs neither the re-attach record nor its own app_handle XCom
+            ended = follower.wait(_STORE_AFTER)
+            if not ended and slot is not None:
+                slot.set(handle)
+                self.log.info("kept the app handle for re-attach by a later try of this task")
+            if not ended and context is not None:
+                ended = follower.wait(_HANDLE_PUSH_AFTER - _STORE_AFTER)
+                if not ended:
+                    self._push_handle(context, handle)
+            return follower.result()
 
     def _push_handle(self, context: Context, handle: str) -> None:
         """Pushes the ``app_handle`` XCom of an app that is still running."""
@@ -348,37 +364,24 @@ class TorchXOperator(BaseOperator):
             on_error=unavailable,
         )
 
-    def _finish(self, context: Context, handle: str, status: Optional[AppStatus]) -> Any:
+    def _finish(self, context: Context, result: FollowResult) -> Any:
         from torchx_airflow._status import failure_message, xcom_result
 
-        result = xcom_result(handle, status)
-        if status is None or status.state.name != "SUCCEEDED":
+        handle, status = result.app_handle, result.status
+        xcom = xcom_result(handle, status)
+        if not result.succeeded:
             for key in _XCOM_KEYS:  # a failed task has no return_value: keep the facts
                 if key != "app_handle" or not self._handle_pushed:
-                    self._push(context, key, result[key])
-            raise TorchXAppError(failure_message(handle, status), handle, status)
+                    self._push(context, key, xcom[key])
+            message = failure_message(
+                handle, status, result.tails, deadline_expired=result.deadline_expired
+            )
+            raise TorchXAppError(message, handle, status)
         self.log.info("TorchX app %s SUCCEEDED", handle)
-        return result
+        return xcom
 
     @staticmethod
     def _push(context: Context, key: str, value: Any) -> None:
         ti = context.get("ti")
         if ti is not None:
             ti.xcom_push(key=key, value=value)
-
-
-def _wait_up_to(runner: Runner, handle: str, seconds: float) -> tuple[bool, Optional[AppStatus]]:
-    """Waits up to ``seconds`` for the app to end (event-driven where the scheduler allows).
-
-    Returns:
-        ``(ended, status)``: whether the app ended (or vanished), and its last status.
-    """
-    deadline = time.monotonic() + seconds
-    while True:
-        status = runner.status(handle)
-        if status is None or status.is_terminal():
-            return True, status
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            return False, status
-        runner.wait_for_change(handle, remaining)

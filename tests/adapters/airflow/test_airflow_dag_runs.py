@@ -222,6 +222,8 @@ def test_failing_step_fails_task_with_app_error_and_skips_downstream(
     assert bad["app_handle"] == f"local_cwd://torchx/{bad['app_id']}"
     assert "TorchXAppError" in output and "ended FAILED" in output
     assert "bad input: no rows" in output
+    # the message ends with the tail of the failed replica (torchx.runner.follow)
+    assert "log lines of python/0:" in output
 
 
 def test_sigterm_on_task_cancels_app_and_leaves_no_processes(write_dag, airflow_env) -> None:
