@@ -3,7 +3,8 @@
 One definition (YAML or Python) runs locally (``torchx pipeline run``, :func:`run_pipeline`),
 renders to an Airflow DAG (``torchx_airflow.dag_from_pipeline``) and compiles to a KFP
 pipeline (``torchx_kfp.pipeline_from_workflow``). Needs ``pip install 'torchx-flow[workflow]'``
-(pydantic v2); pydantic is imported only by this package.
+(pydantic v2); pydantic is imported only by this package. The rules all three share
+(references, run order, tracker parents, rendering) are :mod:`torchx.workflow.plan`.
 """
 
 from __future__ import annotations
