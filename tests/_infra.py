@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import os
 from pathlib import Path
+from typing import NoReturn
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -28,6 +29,20 @@ def run_dir() -> Path:
 def in_ci() -> bool:
     """True under CI, where missing infrastructure fails instead of skipping."""
     return os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+def missing(what: str, why: str) -> NoReturn:
+    """Ends the running test for lack of ``what``: a skip with ``why``, in CI a failure.
+
+    Args:
+        what: what the test needs, as in "CI needs {what}" (e.g. ``"docker-compose"``).
+        why: why it is not there and how to get it (the skip reason).
+    """
+    import pytest
+
+    if in_ci():
+        pytest.fail(f"CI needs {what}: {why}", pytrace=False)
+    pytest.skip(why)
 
 
 def _docker_candidates() -> list[str]:

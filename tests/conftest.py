@@ -1,14 +1,21 @@
-"""Test-wide isolation: every test gets its own TORCHX_HOME and no .torchxconfig files."""
+"""Test-wide isolation: every test gets its own TORCHX_HOME and no .torchxconfig files.
+
+Tests marked ``docker``/``k8s``/``registry`` get the address of that infrastructure in the
+environment for their run only (a ``MonkeyPatch`` undone after the test's teardown), a skip with
+the reason when it is missing, or in CI a failure.
+"""
 
 from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 
 import pytest
-from _infra import docker_host, in_ci, k8s_cluster, registry
+from _infra import docker_host, k8s_cluster, missing, registry
+
+_INFRA_ENV = pytest.StashKey[pytest.MonkeyPatch]()
 
 
 @pytest.fixture(autouse=True)
@@ -36,7 +43,16 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
             continue
         found, why = probe()
         if found is None:
-            if in_ci():
-                pytest.fail(f"CI needs the {marker} infrastructure: {why}", pytrace=False)
-            pytest.skip(why)
-        os.environ[var] = found
+            missing(f"the {marker} infrastructure", why)
+        item.stash.setdefault(_INFRA_ENV, pytest.MonkeyPatch()).setenv(var, found)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item) -> Generator[None, None, None]:
+    """Restores what ``pytest_runtest_setup`` set, after every fixture's teardown ran."""
+    try:
+        return (yield)
+    finally:
+        env = item.stash.get(_INFRA_ENV, None)
+        if env is not None:
+            env.undo()

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 import yaml
+from _infra import missing
 
 REPO = Path(__file__).resolve().parents[2]
 AIRFLOW_SERVICES = [
@@ -85,7 +86,7 @@ def _compose_tool() -> list[str] | None:
 def test_compose_tool_accepts_the_file() -> None:
     tool = _compose_tool()
     if tool is None:
-        pytest.skip("neither docker-compose nor `docker compose` is installed")
+        missing("docker-compose", "neither docker-compose nor `docker compose` is installed")
     out = subprocess.run(
         [*tool, "-f", str(REPO / "docker-compose.yml"), "config", "--quiet"],
         capture_output=True,

@@ -10,6 +10,9 @@ The DAG runs twice: with blocking operators, then with the scheduler's
 ``[operators] default_deferrable`` on (only the scheduler container is recreated). There the
 triggerer is another container: it hands the local_cwd apps back and the tasks wait for them
 in the worker, which the task log says.
+
+Without docker-compose or testcontainers (``make test`` installs both) the test is skipped with
+the reason; in CI (``CI=true``) that is a failure, as for the ``docker`` marker.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _infra import missing
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.timeout(1500)]
 
@@ -42,9 +46,9 @@ def _compose_base() -> Any:
     try:
         from testcontainers.compose import DockerCompose
     except ImportError:
-        pytest.skip("testcontainers is not installed (pip install -e '.[dev]')")
+        missing("testcontainers", "testcontainers is not installed (pip install -e '.[dev]')")
     if shutil.which("docker-compose") is None:
-        pytest.skip("docker-compose is not installed (scripts/install-ci-deps.sh)")
+        missing("docker-compose", "docker-compose is not installed (scripts/install-ci-deps.sh)")
     return DockerCompose
 
 
