@@ -39,9 +39,12 @@ run: $(STAMP_RUN)
 	PATH="$(CURDIR)/$(BIN):$$PATH" scripts/pipeline-run.sh
 	PATH="$(CURDIR)/$(BIN):$$PATH" PYTHON=$(CURDIR)/$(PY) scripts/kfp-local-run.sh
 
-## make test: ruff + mypy on the packages, then the whole test suite, with the local Docker engine
-## and Kubernetes cluster up where this machine can start them (scripts/infra; stopped afterwards)
+## make test: installs what the tests need (the venv with every extra; scripts/install-ci-deps.sh:
+## docker-compose, a no-op once present), ruff + mypy on the packages, then the whole test suite,
+## with the local Docker engine and Kubernetes cluster up where this machine can start them
+## (scripts/infra; stopped afterwards)
 test: $(STAMP_DEV)
+	scripts/install-ci-deps.sh
 	$(BIN)/ruff check core adapters tests bench examples pipelines dags scripts
 	$(BIN)/ruff format --check core adapters tests bench examples pipelines dags scripts
 	$(BIN)/mypy
