@@ -31,9 +31,10 @@ import logging
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Optional
 
-from torchx.schedulers._kubernetes._opts import MODE_PLAIN, Opts
+from torchx.schedulers._kubernetes._opts import MODE_PLAIN, MODE_VOLCANO, Opts
 from torchx.schedulers._kubernetes.client import api_server_errors, load_api_client
 from torchx.schedulers._kubernetes.extras import add_pod_extras, parse_toleration
+from torchx.schedulers._kubernetes.logs import replica_log
 from torchx.schedulers._kubernetes.names import (
     ANNOTATION_ISTIO_SIDECAR,
     LABEL_APP_NAME,
@@ -45,25 +46,21 @@ from torchx.schedulers._kubernetes.names import (
     LABEL_ROLE_NAME,
     LABEL_UNIQUE_NAME,
     LABEL_VERSION,
-    MAX_NAME_LEN,
     PLACEHOLDER_FIELD_PATH,
     RESERVED_MEMMB,
     RESERVED_MILLICPU,
     pod_labels,
     prefix_container_name,
+    split_app_id,
 )
 from torchx.schedulers._kubernetes.overlay import apply_pod_overlay as _apply_pod_overlay
-from torchx.schedulers._kubernetes.plain_mode import plain_dryrun, replica_log
 from torchx.schedulers._kubernetes.plain_ops import PlainOps
 from torchx.schedulers._kubernetes.pod import role_to_pod
 from torchx.schedulers._kubernetes.replicas import Replica
 from torchx.schedulers._kubernetes.request import KubernetesJob, sanitize_for_serialization
-from torchx.schedulers._kubernetes.volcano import (
-    RETRY_POLICIES,
-    VolcanoSettings,
-    app_to_volcano_job,
-)
-from torchx.schedulers._kubernetes.volcano_ops import VolcanoOps, split_app_id
+from torchx.schedulers._kubernetes.settings import Settings
+from torchx.schedulers._kubernetes.volcano import RETRY_POLICIES, app_to_volcano_job
+from torchx.schedulers._kubernetes.volcano_ops import VolcanoOps
 from torchx.schedulers._kubernetes.volcano_status import JOB_STATE, TASK_STATE
 from torchx.schedulers.api import DescribeAppResponse, ListAppResponse, Scheduler, Stream
 from torchx.schedulers.ids import make_unique
@@ -75,7 +72,7 @@ from torchx.workspace.docker_workspace import DockerWorkspaceMixin
 if TYPE_CHECKING:
     from datetime import datetime
 
-    from torchx.schedulers._kubernetes.modes import ModeOps
+    from torchx.schedulers._kubernetes.modes import Mode
 
 __all__ = [
     "ANNOTATION_ISTIO_SIDECAR",
@@ -114,7 +111,7 @@ KubernetesOpts = Opts
 """TorchX's name for the run options."""
 
 
-def _replica_pod(app: AppDef, app_id: str, settings: VolcanoSettings, replica: Replica) -> Any:
+def _replica_pod(app: AppDef, app_id: str, settings: Settings, replica: Replica) -> Any:
     # module globals are looked up at call time, so patched names (§15) take effect
     pod = role_to_pod(
         replica.name,
@@ -167,7 +164,7 @@ def app_to_resource(
     Raises:
         ValueError: no roles, ``RetryPolicy.ROLE``, or a malformed toleration.
     """
-    settings = VolcanoSettings(
+    settings = Settings(
         queue=queue,
         service_account=service_account,
         priority_class=priority_class,
@@ -182,17 +179,6 @@ def app_to_resource(
     return app_to_volcano_job(
         app, app_id, settings, lambda replica: _replica_pod(app, app_id, settings, replica)
     )
-
-
-def _check_pod_names(resource: Mapping[str, Any]) -> None:
-    job = resource["metadata"]["name"]
-    for task in resource["spec"]["tasks"]:
-        pod = f"{job}-{task['name']}-{task.get('replicas', 1) - 1}"
-        if len(pod) > MAX_NAME_LEN:
-            raise ValueError(
-                f"Pod name '{pod}' ({len(pod)} chars) exceeds {MAX_NAME_LEN} character limit."
-                " Shorten app.name or role names"
-            )
 
 
 class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVal]]):
@@ -237,15 +223,18 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVal]])
         _, active = config.list_kube_config_contexts()
         return dict(active or {})
 
-    def _volcano(self) -> VolcanoOps:
-        return VolcanoOps(self._api_client())
+    def _modes(self) -> builtins.list[Mode]:
+        """Every mode, volcano first (see ``_kubernetes.modes``)."""
+        return [VolcanoOps(self._api_client), PlainOps(self._api_client)]
 
-    def _plain(self) -> PlainOps:
-        return PlainOps(self._api_client())
+    def _mode(self, name: str) -> Mode:
+        """The mode the ``mode`` run option names."""
+        return PlainOps(self._api_client) if name == MODE_PLAIN else VolcanoOps(self._api_client)
 
-    def _mode_ops(self) -> builtins.list[ModeOps]:
-        """Cluster operations of every mode, volcano first (see ``_kubernetes.modes``)."""
-        return [self._volcano(), self._plain()]
+    def _mode_of(self, namespace: str, name: str, doing: str) -> Optional[Mode]:
+        """The mode that has the app, or None."""
+        with api_server_errors(self._api_client(), doing):
+            return next((m for m in self._modes() if m.has_app(namespace, name)), None)
 
     # -- submit ------------------------------------------------------------------------------
 
@@ -260,55 +249,21 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVal]])
     ) -> AppDryRunInfo[KubernetesJob]:
         opts = Opts.from_cfg(cfg)
         opts.check()
-        if opts.mode == MODE_PLAIN:
-            return self._submit_dryrun_plain(app, opts)
-        return self._submit_dryrun_volcano(app, opts)
-
-    def _submit_dryrun_volcano(self, app: AppDef, opts: Opts) -> AppDryRunInfo[KubernetesJob]:
+        settings = Settings.from_opts(opts)
         images_to_push = self.dryrun_push_images(app, opts)  # workspace images -> image_repo
-        resource = app_to_resource(
-            app,
-            str(opts.queue),
-            opts.service_account,
-            opts.priority_class,
-            opts.reserved_millicpu,
-            opts.reserved_memmb,
-            opts.efa_device_count,
-            image_pull_secrets=opts.image_pull_secrets,
-            tolerations=opts.tolerations,
-            namespace=opts.namespace,
+        mode = self._mode(opts.mode)
+        app_id = normalize_str(make_unique(app.name))
+        request = mode.build(
+            app, app_id, settings, lambda job, replica: _replica_pod(app, job, settings, replica)
         )
-        _check_pod_names(resource)
         if opts.validate_spec:
             with api_server_errors(self._api_client(), "validating the job spec"):
-                self._volcano().create(opts.namespace, resource, dry_run=True)
-        return AppDryRunInfo(KubernetesJob(images_to_push=images_to_push, resource=resource), repr)
-
-    def _submit_dryrun_plain(self, app: AppDef, opts: Opts) -> AppDryRunInfo[KubernetesJob]:
-        settings = VolcanoSettings(
-            queue=str(opts.queue or ""),
-            service_account=opts.service_account,
-            reserved_millicpu=opts.reserved_millicpu,
-            reserved_memmb=opts.reserved_memmb,
-            efa_device_count=opts.efa_device_count,
-            image_pull_secrets=tuple(opts.image_pull_secrets),
-            tolerations=tuple(parse_toleration(t) for t in opts.tolerations),
-        )
-
-        def pod(app_id: str, replica: Replica) -> Any:
-            return _replica_pod(app, app_id, settings, replica)
-
-        images_to_push = self.dryrun_push_images(app, opts)  # workspace images -> image_repo
-        if not opts.validate_spec:
-            info = plain_dryrun(app, opts.namespace, opts.rank0_address, pod, None)
-        else:
-            with api_server_errors(self._api_client(), "validating the job spec"):
-                info = plain_dryrun(app, opts.namespace, opts.rank0_address, pod, self._plain())
-        info.request.images_to_push = images_to_push
-        return info
+                mode.validate(opts.namespace, request)
+        request.images_to_push = images_to_push
+        return AppDryRunInfo(request, repr)
 
     def schedule(self, dryrun_info: AppDryRunInfo[KubernetesJob]) -> str:
-        """Create the app's objects on the cluster.
+        """Create the app's objects on the cluster (in the dry run's mode).
 
         Returns:
             ``{namespace}:{job name}``.
@@ -320,30 +275,40 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVal]])
         if dryrun_info.request.images_to_push:
             self.push_images(dryrun_info.request.images_to_push)
         with api_server_errors(self._api_client(), "submitting the job"):
-            if opts.mode == MODE_PLAIN:
-                name = self._plain().create(dryrun_info.request.resource)
-            else:
-                name = self._volcano().create(opts.namespace, dryrun_info.request.resource)
+            name = self._mode(opts.mode).create(opts.namespace, dryrun_info.request)
         return f"{opts.namespace}:{name}"
 
     # -- existing apps -----------------------------------------------------------------------
 
     def describe(self, app_id: str) -> Optional[DescribeAppResponse]:
-        """Describe the app; None if no mode knows it."""
+        """Describe the app (a read only); None if no mode knows it."""
         namespace, name = split_app_id(app_id)
         with api_server_errors(self._api_client(), f"describing {app_id}"):
-            for ops in self._mode_ops():
-                found = ops.describe(namespace, name)
+            for mode in self._modes():
+                found = mode.describe(namespace, name)
                 if found is not None:
                     return found
         return None
 
+    def enforce_fail_fast(self, app_id: str) -> None:
+        """Stop the replicas still running in a FAILED app (plain mode; Volcano's own).
+
+        Synchronous for the API server: the other replicas' Jobs are stopped before it returns
+        and Kubernetes deletes their pods within their grace period. A no-op for an app that
+        did not fail.
+        """
+        namespace, name = split_app_id(app_id)
+        mode = self._mode_of(namespace, name, f"stopping the replicas of {app_id}")
+        if mode is not None:
+            with api_server_errors(self._api_client(), f"stopping the replicas of {app_id}"):
+                mode.enforce_fail_fast(namespace, name)
+
     def _cancel_existing(self, app_id: str) -> None:
         namespace, name = split_app_id(app_id)
         with api_server_errors(self._api_client(), f"cancelling {app_id}"):
-            for ops in self._mode_ops():
-                if ops.describe(namespace, name) is not None:
-                    ops.abort(namespace, name)
+            for mode in self._modes():
+                if mode.describe(namespace, name) is not None:
+                    mode.abort(namespace, name)
                     return
 
     def log_iter(
@@ -363,32 +328,46 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVal]])
             ValueError: a stream other than COMBINED, or (plain mode) no such replica.
         """
         namespace, name = split_app_id(app_id)
+        # an app no mode has is read as TorchX did: the Volcano pod's log
+        mode = self._mode_of(namespace, name, f"reading the log of {app_id}")
         return replica_log(
-            self._plain(), namespace, name, role_name, k, regex, since, until, should_tail, streams
+            mode or self._mode(MODE_VOLCANO),
+            namespace,
+            name,
+            role_name,
+            k,
+            regex,
+            since,
+            until,
+            should_tail,
+            streams,
         )
 
     def wait_for_change(self, app_id: str, timeout: float) -> None:
-        """Return when a pod of a plain-mode app changes (a watch), else after ``timeout``."""
+        """Return when the app may have changed, else after ``timeout`` seconds.
+
+        Nothing is kept between calls: the app's mode reads it at entry and returns at once if
+        it is terminal or gone (plain mode then watches its pods; volcano mode sleeps).
+        """
         namespace, name = split_app_id(app_id)
-        ops = self._plain()
-        if ops.has_app(namespace, name):
-            ops.wait_for_change(namespace, name, timeout)
-        else:
-            super().wait_for_change(app_id, timeout)
+        mode = self._mode_of(namespace, name, f"waiting on {app_id}")
+        if mode is not None:
+            with api_server_errors(self._api_client(), f"waiting on {app_id}"):
+                mode.wait_for_change(namespace, name, timeout)
 
     def _delete_existing(self, app_id: str) -> None:
         namespace, name = split_app_id(app_id)
         with api_server_errors(self._api_client(), f"deleting {app_id}"):
-            for ops in self._mode_ops():
-                ops.delete(namespace, name)
+            for mode in self._modes():
+                mode.delete(namespace, name)
 
     def list(self, cfg: Optional[Mapping[str, CfgVal]] = None) -> builtins.list[ListAppResponse]:
         """The apps of a namespace: ``cfg["namespace"]``, else the kube context's, else default."""
         namespace = str((cfg or {}).get("namespace") or "") or self._context_namespace()
         apps: builtins.list[ListAppResponse] = []
         with api_server_errors(self._api_client(), f"listing apps in namespace {namespace}"):
-            for ops in self._mode_ops():
-                apps.extend(ops.list(namespace))
+            for mode in self._modes():
+                apps.extend(mode.list(namespace))
         return apps
 
     def _context_namespace(self) -> str:

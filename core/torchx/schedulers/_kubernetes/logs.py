@@ -1,4 +1,7 @@
-"""Reading a replica's log from the API server (plain mode), as whole lines.
+"""Reading a replica's log from the API server (both modes), as whole lines.
+
+The mode that has the app names the pod (``Mode.log_pod``): plain mode the newest pod of the
+replica's Job, volcano mode ``{job}-{task}-0``.
 
 Lines keep their own newline exactly once, whether the log is read at once or followed: the
 stream's byte chunks are decoded incrementally and re-split into lines, so a line cut between
@@ -13,11 +16,15 @@ import codecs
 import time
 from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
-from torchx.schedulers.api import filter_regex, split_lines_iterator
+from torchx.schedulers._kubernetes.names import task_name
+from torchx.schedulers.api import Stream, filter_regex, split_lines_iterator
 
-__all__ = ["LOG_WAIT_TIMEOUT", "iter_pod_log", "parse_timestamped", "within"]
+if TYPE_CHECKING:
+    from torchx.schedulers._kubernetes.modes import Mode
+
+__all__ = ["LOG_WAIT_TIMEOUT", "iter_pod_log", "parse_timestamped", "replica_log", "within"]
 
 LOG_WAIT_TIMEOUT = 600.0
 """Seconds a follow (``should_tail``) waits for the replica's container to start."""
@@ -130,3 +137,33 @@ def iter_pod_log(
     if regex:
         lines = filter_regex(regex, lines)
     yield from lines
+
+
+def replica_log(
+    mode: Mode,
+    namespace: str,
+    name: str,
+    role: str,
+    k: int,
+    regex: Optional[str] = None,
+    since: Optional[datetime] = None,
+    until: Optional[datetime] = None,
+    should_tail: bool = False,
+    streams: Optional[Stream] = None,
+) -> Iterator[str]:
+    """The log lines of replica ``k`` of ``role`` of the app ``mode`` has.
+
+    Following (``should_tail``) waits up to :data:`LOG_WAIT_TIMEOUT` for the container to
+    start; a replica that ended without starting it has no lines.
+
+    Raises:
+        ValueError: a stream other than COMBINED, or no such replica (plain mode).
+    """
+    if streams not in (None, Stream.COMBINED):
+        raise ValueError("KubernetesScheduler only supports COMBINED log stream")
+    pod = mode.log_pod(namespace, name, role, k, LOG_WAIT_TIMEOUT if should_tail else 0.0)
+    if pod is None:
+        return iter(())
+    read = mode.read_log()
+    container = task_name(role, k)
+    return iter_pod_log(read, pod, namespace, container, regex, since, until, should_tail)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-__all__ = ["api_client", "models", "new", "sanitize"]
+__all__ = ["api_client", "models", "new"]
 
 _INSTALL_HINT = "pip install 'torchx-flow[kubernetes]'"
 
@@ -62,15 +62,3 @@ def api_client() -> Any:
     from kubernetes.client import ApiClient
 
     return ApiClient(configuration=_shared_configuration())
-
-
-def sanitize(obj: object) -> Any:
-    """Serialize models (nested in dicts/lists) to JSON-ready dicts with camelCase keys.
-
-    Args:
-        obj: a model, or plain data containing models.
-
-    Returns:
-        Plain data; ``None`` attributes are left out, as the API client does.
-    """
-    return api_client().sanitize_for_serialization(obj)

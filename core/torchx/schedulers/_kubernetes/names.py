@@ -1,4 +1,4 @@
-"""Label, annotation and name constants of the kubernetes scheduler, and the label cleaner."""
+"""Label, annotation and name constants, the label cleaner and the app id of both modes."""
 
 from __future__ import annotations
 
@@ -29,6 +29,7 @@ __all__ = [
     "pod_labels",
     "prefix_container_name",
     "rank0_env_name",
+    "split_app_id",
     "task_name",
     "volcano_pod_name",
 ]
@@ -152,3 +153,15 @@ def prefix_container_name(container_name: str, role_name: str, replica_id: int) 
     if container_name == f"{role_name}-{replica_id}":
         return ""
     return f"{container_name} "
+
+
+def split_app_id(app_id: str) -> tuple[str, str]:
+    """``"{namespace}:{name}"`` (the app id of both modes) -> ``(namespace, name)``.
+
+    Raises:
+        ValueError: ``app_id`` is not of that form.
+    """
+    namespace, sep, name = app_id.partition(":")
+    if not sep or not namespace or not name or ":" in name:
+        raise ValueError(f"kubernetes app id `{app_id}` is not of the form NAMESPACE:NAME")
+    return namespace, name

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from torchx.schedulers._kubernetes.models import api_client, sanitize
+from torchx.schedulers._kubernetes.models import api_client
+from torchx.schedulers._kubernetes.render import to_plain
 from torchx.specs.overlays import apply_overlay
 
 __all__ = ["apply_pod_overlay"]
@@ -25,7 +26,7 @@ def apply_pod_overlay(pod: Any, overlay: dict[str, Any]) -> None:
         TypeError: the overlay's structure does not match the pod's.
         ValueError: a field value is not valid for its model type.
     """
-    data = sanitize(pod)
+    data = to_plain(pod)
     apply_overlay(data, overlay)
     merged = _deserialize(data, "V1Pod")
     pod.spec = merged.spec

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from torchx.schedulers._kubernetes._opts import RANK0_ADDRESSES
-from torchx.schedulers._kubernetes.models import new, sanitize
+from torchx.schedulers._kubernetes.models import new
 from torchx.schedulers._kubernetes.names import (
     ENV_TORCHX_RANK0_HOST,
     LABEL_ORGANIZATION,
@@ -40,7 +40,9 @@ from torchx.schedulers._kubernetes.names import (
     MAX_NAME_LEN,
     PLACEHOLDER_FIELD_PATH,
 )
+from torchx.schedulers._kubernetes.render import to_plain
 from torchx.schedulers._kubernetes.replicas import Replica, iter_replicas, qualify_job_id
+from torchx.schedulers._kubernetes.request import KubernetesJob
 from torchx.specs.api import AppDef
 
 __all__ = [
@@ -49,6 +51,7 @@ __all__ = [
     "LABEL_MODE",
     "MODE_LABEL_VALUE",
     "RANK0_IP_PLACEHOLDER",
+    "PlainJob",
     "PlainRequest",
     "app_to_plain",
     "fill_rank0_ip",
@@ -94,7 +97,20 @@ class PlainRequest:
 
     def manifests(self) -> list[Any]:
         """The objects as plain data (camelCase keys), Service first."""
-        return [sanitize(self.service), *(sanitize(job) for job in self.jobs)]
+        return [to_plain(self.service), *(to_plain(job) for job in self.jobs)]
+
+
+class PlainJob(KubernetesJob):
+    """The plain-mode request; ``resource`` is a :class:`PlainRequest`.
+
+    ``str()`` (what ``--dryrun`` prints) is a YAML stream: the Service, then one Job per
+    replica, ready for ``kubectl apply -f -``.
+    """
+
+    def manifests(self) -> list[Any]:
+        """The Service, then the Jobs, as plain data."""
+        request: PlainRequest = self.resource
+        return request.manifests()
 
 
 def service_name(app_id: str) -> str:

@@ -1,18 +1,21 @@
-"""Plain-mode operations on the API server through an injected ``ApiClient``.
+"""Plain mode on the API server through an ``ApiClient`` getter (see ``_kubernetes.modes``).
 
-Plain mode has no controller of its own, so two rules are enforced by the scheduler whenever it
-looks at an app (``describe``, hence ``status`` and ``wait``): a failed replica fails the app
-and the other replicas are stopped (their Jobs get ``parallelism: 0``, which makes the Job
-controller delete their pods, and the ``stopped: peer-failed`` annotation). Cancel does the same
-with ``stopped: cancelled`` and keeps the Jobs, so the app reads CANCELLED until deleted.
+Plain mode has no controller of its own, so the scheduler applies two rules. A failed replica
+fails the app (``describe``, a read, reports FAILED at once); stopping the other replicas is
+the explicit :meth:`PlainOps.enforce_fail_fast` (``Runner.wait`` calls it once it sees FAILED):
+their Jobs get ``parallelism: 0``, which makes the Job controller delete their pods, and the
+``stopped: peer-failed`` annotation. Cancel does the same with ``stopped: cancelled`` and keeps
+the Jobs, so the app reads CANCELLED until deleted.
 """
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 from typing import Any, Optional
 
+from torchx.schedulers._kubernetes.modes import PodFactory
 from torchx.schedulers._kubernetes.names import (
     LABEL_ORGANIZATION,
     LABEL_REPLICA_ID,
@@ -24,7 +27,9 @@ from torchx.schedulers._kubernetes.plain import (
     ANNOTATION_STOPPED,
     LABEL_MODE,
     MODE_LABEL_VALUE,
+    PlainJob,
     PlainRequest,
+    app_to_plain,
     fill_rank0_ip,
     job_name,
     service_name,
@@ -40,8 +45,10 @@ from torchx.schedulers._kubernetes.plain_status import (
     role_statuses,
     roles,
 )
+from torchx.schedulers._kubernetes.request import KubernetesJob
+from torchx.schedulers._kubernetes.settings import Settings
 from torchx.schedulers.api import DescribeAppResponse, ListAppResponse
-from torchx.specs.api import AppState, is_terminal
+from torchx.specs.api import AppDef, AppState, is_terminal
 
 __all__ = ["PlainOps", "RANK0_IP_TIMEOUT"]
 
@@ -64,36 +71,65 @@ def app_selector(name: str) -> str:
 
 
 class PlainOps:
-    """Create, read, stop and delete plain-mode apps.
+    """Build, create, read, stop and delete plain-mode apps.
 
     Args:
-        api_client: a configured ``kubernetes.client.ApiClient``.
+        api_client: returns a configured ``kubernetes.client.ApiClient`` (called on first use).
         sleep: how to wait between polls (tests may pass a faster one).
     """
 
-    def __init__(self, api_client: Any, sleep: Callable[[float], None] = time.sleep) -> None:
+    def __init__(
+        self, api_client: Callable[[], Any], sleep: Callable[[float], None] = time.sleep
+    ) -> None:
+        self._api_client = api_client
+        self._sleep = sleep
+
+    @functools.cached_property
+    def _batch(self) -> Any:
         from kubernetes import client
 
-        self._batch = client.BatchV1Api(api_client)
-        self._core = client.CoreV1Api(api_client)
-        self._sleep = sleep
+        return client.BatchV1Api(self._api_client())
+
+    @functools.cached_property
+    def _core(self) -> Any:
+        from kubernetes import client
+
+        return client.CoreV1Api(self._api_client())
 
     # -- submit ---------------------------------------------------------------------------
 
-    def validate(self, request: PlainRequest) -> None:
+    def build(self, app: AppDef, app_id: str, settings: Settings, pod: PodFactory) -> KubernetesJob:
+        """The Service and Jobs of ``app`` (see ``plain.app_to_plain``).
+
+        Raises:
+            ValueError: no roles, an unknown ``rank0_address``, a Job name over 63 characters.
+        """
+        request = app_to_plain(
+            app,
+            app_id,
+            settings.namespace or "default",
+            lambda replica: pod(app_id, replica),
+            settings.rank0_address,
+        )
+        return PlainJob(resource=request)
+
+    def validate(self, namespace: str, request: KubernetesJob) -> None:
         """Server-side dry-run create of every object (nothing is stored).
 
         Raises:
             ValueError: the API server rejected an object (its reason).
         """
+        plain: PlainRequest = request.resource
         try:
-            self._core.create_namespaced_service(request.namespace, request.service, dry_run="All")
-            for job in request.jobs:
-                self._batch.create_namespaced_job(request.namespace, job, dry_run="All")
+            self._core.create_namespaced_service(namespace, plain.service, dry_run="All")
+            for job in plain.jobs:
+                self._batch.create_namespaced_job(namespace, job, dry_run="All")
         except _api_exception() as e:
             raise ValueError(f"Invalid job spec: {getattr(e, 'reason', e)}") from e
 
-    def create(self, request: PlainRequest, rank0_ip_timeout: float = RANK0_IP_TIMEOUT) -> str:
+    def create(
+        self, namespace: str, request: KubernetesJob, rank0_ip_timeout: float = RANK0_IP_TIMEOUT
+    ) -> str:
         """Create the Service and the Jobs; with ``pod_ip`` rank 0 goes first.
 
         Returns:
@@ -103,25 +139,24 @@ class PlainOps:
             ValueError: the app already exists.
             RuntimeError: rank 0's pod got no IP in time (everything created is deleted).
         """
-        ns = request.namespace
+        plain: PlainRequest = request.resource
         try:
-            self._core.create_namespaced_service(ns, request.service)
+            self._core.create_namespaced_service(namespace, plain.service)
         except _api_exception() as e:
             if getattr(e, "status", None) == 409:
                 raise ValueError(
-                    f"Job `{request.app_id}` already exists. This seems like a transient"
+                    f"Job `{plain.app_id}` already exists. This seems like a transient"
                     " exception, try resubmitting job"
                 ) from e
             raise
         try:
-            self._create_jobs(request, rank0_ip_timeout)
+            self._create_jobs(namespace, plain, rank0_ip_timeout)
         except BaseException:
-            self.delete(ns, request.app_id)
+            self.delete(namespace, plain.app_id)
             raise
-        return request.app_id
+        return plain.app_id
 
-    def _create_jobs(self, request: PlainRequest, rank0_ip_timeout: float) -> None:
-        ns = request.namespace
+    def _create_jobs(self, ns: str, request: PlainRequest, rank0_ip_timeout: float) -> None:
         first, rest = request.jobs[0], request.jobs[1:]
         self._batch.create_namespaced_job(ns, first)
         if rest and request.rank0_address == "pod_ip":
@@ -168,11 +203,20 @@ class PlainOps:
         return bool(found.items)
 
     def wait_for_change(self, namespace: str, name: str, timeout: float) -> None:
-        """Block until a pod of the app changes (a watch event) or ``timeout`` seconds pass."""
+        """Block until a pod of the app changes or ``timeout`` seconds pass.
+
+        The app is read here, at entry (no state is kept from an earlier ``describe``): if it
+        is already terminal (or gone) this returns at once, so a change between the caller's
+        last look and this call cannot make it wait out ``timeout``; otherwise it watches the
+        app's pods from the version it listed.
+        """
         from kubernetes import watch
 
         selector = app_selector(name)
         listed = self._core.list_namespaced_pod(namespace, label_selector=selector)
+        jobs = self._jobs(namespace, name)
+        if not jobs or is_terminal(_state(jobs, replica_views(jobs, listed.items))):
+            return
         stream = watch.Watch().stream(
             self._core.list_namespaced_pod,
             namespace,
@@ -187,7 +231,7 @@ class PlainOps:
             stream.close()
 
     def describe(self, namespace: str, name: str) -> Optional[DescribeAppResponse]:
-        """Describe the app, stopping the other replicas of an app that failed.
+        """Describe the app; a read: a FAILED app's others run on until :meth:`enforce_fail_fast`.
 
         Returns:
             The response (app id ``{namespace}:{name}``), or None when no Job of it exists.
@@ -196,24 +240,31 @@ class PlainOps:
         if not jobs:
             return None
         views = replica_views(jobs, self._pods(namespace, name))
-        cancelled = any(_stopped(job) == "cancelled" for job in jobs)
-        state = app_state([v.state for v in views], cancelled)
-        if state == AppState.FAILED and any(not is_terminal(v.state) for v in views):
-            self.stop(namespace, name, "peer-failed")
-            views = replica_views(self._jobs(namespace, name), self._pods(namespace, name))
         msg, error = failure(views)
         restarts = [
             max(((v.job.status and v.job.status.failed) or 0) - _final(v.state), 0) for v in views
         ]
         return DescribeAppResponse(
             app_id=f"{namespace}:{name}",
-            state=state,
+            state=_state(jobs, views),
             num_restarts=max(restarts, default=0),
             msg=msg,
             structured_error_msg=error,
             roles_statuses=role_statuses(views, replica_errors(views)),
             roles=roles(views),
         )
+
+    def enforce_fail_fast(self, namespace: str, name: str) -> None:
+        """If the app FAILED, stop its unfinished replicas (``stopped: peer-failed``).
+
+        Synchronous for the API server (the Jobs are patched before it returns); the Job
+        controller then deletes their pods, each within its termination grace period.
+        A no-op for an app that did not fail.
+        """
+        jobs = self._jobs(namespace, name)
+        views = replica_views(jobs, self._pods(namespace, name))
+        if _state(jobs, views) == AppState.FAILED:
+            self.stop(namespace, name, "peer-failed")
 
     def list(self, namespace: str) -> list[ListAppResponse]:
         """Every plain-mode app in ``namespace`` (from its Jobs' labels and conditions)."""
@@ -316,6 +367,11 @@ class PlainOps:
 def _stopped(job: Any) -> Optional[str]:
     value = (job.metadata.annotations or {}).get(ANNOTATION_STOPPED)
     return str(value) if value else None
+
+
+def _state(jobs: list[Any], views: list[Any]) -> AppState:
+    cancelled = any(_stopped(job) == "cancelled" for job in jobs)
+    return app_state([v.state for v in views], cancelled)
 
 
 def _final(state: AppState) -> int:

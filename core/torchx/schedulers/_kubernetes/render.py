@@ -1,13 +1,17 @@
 """Fast, exact rendering of manifests: models -> plain data -> YAML.
 
+The one serializer and the one YAML dumper of both kubernetes modes (the Volcano Job, plain
+mode's Service and Jobs, pod overlays).
+
 ``to_plain`` gives the same result as ``ApiClient.sanitize_for_serialization`` for the model
 classes (it reads the models' attribute tables directly instead of through properties).
 
-``dump_yaml`` gives exactly ``yaml.dump(data, sort_keys=True)`` for JSON-like data (dicts with
-short printable ASCII string keys, lists, ASCII str, int, bool, None): it feeds libyaml's
-emitter the events PyYAML's representer would produce, skipping the representer and
-serializer, and resolving each distinct string once. Anything else (where libyaml and PyYAML's
-Python emitter could differ) falls back to ``yaml.dump``.
+``dump_yaml_all`` gives exactly ``yaml.dump_all(docs, sort_keys=True)`` (``dump_yaml``:
+``yaml.dump``) for JSON-like data (dicts with short printable ASCII string keys, lists, ASCII
+str, int, bool, None): it feeds libyaml's emitter the events PyYAML's representer would
+produce, skipping the representer and serializer, and resolving each distinct string once.
+Anything else (where libyaml and PyYAML's Python emitter could differ) falls back to
+``yaml.dump_all``.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-__all__ = ["dump_yaml", "to_plain"]
+__all__ = ["dump_yaml", "dump_yaml_all", "to_plain"]
 
 _PRIMITIVES = (str, int, float, bool, bytes)
 
@@ -37,9 +41,9 @@ def to_plain(obj: Any) -> Any:
         return {k: to_plain(v) for k, v in obj.items()}
     types = getattr(type(obj), "openapi_types", None)
     if types is None:  # dates and anything unusual: the client's own rules
-        from torchx.schedulers._kubernetes.models import sanitize
+        from torchx.schedulers._kubernetes.models import api_client
 
-        return sanitize(obj)
+        return api_client().sanitize_for_serialization(obj)
     names = type(obj).attribute_map
     state = obj.__dict__
     out = {}
@@ -128,7 +132,7 @@ def _collect(data: Any, out: list[Any], marks: tuple[Any, Any, Any, Any]) -> Non
 
 
 def dump_yaml(data: Any) -> str:
-    """``yaml.dump(data, sort_keys=True)``, fast for JSON-like data.
+    """``yaml.dump(data, sort_keys=True)``, fast for JSON-like data (one document).
 
     Args:
         data: plain data.
@@ -136,17 +140,33 @@ def dump_yaml(data: Any) -> str:
     Returns:
         The YAML text.
     """
+    return dump_yaml_all([data])
+
+
+def dump_yaml_all(docs: list[Any]) -> str:
+    """``yaml.dump_all(docs, sort_keys=True)``, fast for JSON-like data.
+
+    Documents after the first start with ``---``, as ``yaml.dump_all`` writes them.
+
+    Args:
+        docs: the documents, plain data.
+
+    Returns:
+        The YAML text.
+    """
     yaml = _yaml()
     dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-    events: list[Any] = []
-    try:
-        if not isinstance(data, dict | list):  # a bare scalar document ends with "..."
-            raise _Unsupported
-        _collect(data, events, _collection_events())
-    except (_Unsupported, TypeError):  # TypeError: keys that cannot be sorted
-        return str(yaml.dump(data, sort_keys=True))
     ev = yaml.events
-    stream = [ev.StreamStartEvent(), ev.DocumentStartEvent(explicit=None)]
-    stream += events
-    stream += [ev.DocumentEndEvent(explicit=None), ev.StreamEndEvent()]
+    stream = [ev.StreamStartEvent()]
+    marks = _collection_events()
+    try:
+        for data in docs:
+            if not isinstance(data, dict | list):  # a bare scalar document ends with "..."
+                raise _Unsupported
+            stream.append(ev.DocumentStartEvent(explicit=None))
+            _collect(data, stream, marks)
+            stream.append(ev.DocumentEndEvent(explicit=None))
+    except (_Unsupported, TypeError):  # TypeError: keys that cannot be sorted
+        return str(yaml.dump_all(docs, sort_keys=True))
+    stream.append(ev.StreamEndEvent())
     return str(yaml.emit(stream, Dumper=dumper))

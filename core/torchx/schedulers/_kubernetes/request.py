@@ -1,47 +1,40 @@
-"""The kubernetes request object (``KubernetesJob``) and its YAML rendering."""
+"""The kubernetes request object (``KubernetesJob``) and its YAML rendering (both modes)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
-from torchx.schedulers._kubernetes.render import dump_yaml, to_plain
+from torchx.schedulers._kubernetes.render import dump_yaml_all, to_plain
 
-__all__ = ["KubernetesJob", "render_yaml", "sanitize_for_serialization"]
+__all__ = ["KubernetesJob", "sanitize_for_serialization"]
 
-
-def sanitize_for_serialization(obj: object) -> Any:
-    """Serialize kubernetes models (possibly nested in dicts and lists) to plain data.
-
-    Args:
-        obj: models or plain data.
-
-    Returns:
-        JSON-ready data with the API's camelCase keys and ``None`` attributes left out.
-    """
-    return to_plain(obj)
-
-
-def render_yaml(data: Any) -> str:
-    """``yaml.dump`` with sorted keys (TorchX's layout); see :func:`dump_yaml`."""
-    return dump_yaml(data)
+sanitize_for_serialization = to_plain
+"""TorchX's name for the serializer: kubernetes models (nested in dicts and lists) -> plain data
+with the API's camelCase keys, ``None`` attributes left out."""
 
 
 @dataclass
 class KubernetesJob:
     """A dry-run request: what would be submitted to the cluster.
 
+    ``str()`` (what ``--dryrun`` prints) is the YAML of :meth:`manifests`, one document each.
+
     Attributes:
         images_to_push: local image -> ``(repository, tag)`` to push before submitting.
         resource: the manifest; in volcano mode the Volcano Job dict whose task templates are
-            ``V1Pod`` objects.
+            ``V1Pod`` objects, in plain mode a ``PlainRequest``.
     """
 
     images_to_push: dict[str, tuple[str, str]] = field(default_factory=dict)
     resource: Any = field(default_factory=dict)
 
+    def manifests(self) -> list[Any]:
+        """The objects to submit as plain data: here the one ``resource``."""
+        return [to_plain(self.resource)]
+
     def __str__(self) -> str:
-        return render_yaml(sanitize_for_serialization(self.resource))
+        return dump_yaml_all(self.manifests())
 
     def __repr__(self) -> str:
         return str(self)

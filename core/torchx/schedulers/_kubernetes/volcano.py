@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Optional
+from typing import Any
 
-from torchx.schedulers._kubernetes.names import RESERVED_MEMMB, RESERVED_MILLICPU, rank0_env_name
+from torchx.schedulers._kubernetes.names import rank0_env_name
 from torchx.schedulers._kubernetes.replicas import Replica, iter_replicas, qualify_job_id
+from torchx.schedulers._kubernetes.settings import Settings
 from torchx.specs.api import AppDef, RetryPolicy, Role
 from torchx.util.strings import normalize_str
 
@@ -19,7 +19,6 @@ __all__ = [
     "VOLCANO_GROUP",
     "VOLCANO_PLURAL",
     "VOLCANO_VERSION",
-    "VolcanoSettings",
     "app_to_volcano_job",
     "check_role_names",
     "retry_policies",
@@ -43,22 +42,6 @@ replica is its own task, and Volcano restarts a task or the job, never a group o
 
 PodFactory = Callable[[Replica], Any]
 """Builds the ``V1Pod`` (labels included) of one replica."""
-
-
-@dataclass(frozen=True)
-class VolcanoSettings:
-    """The job-level settings of a Volcano Job (from the run options)."""
-
-    queue: str
-    service_account: Optional[str] = None
-    priority_class: Optional[str] = None
-    reserved_millicpu: int = RESERVED_MILLICPU
-    reserved_memmb: int = RESERVED_MEMMB
-    efa_device_count: Optional[int] = None
-    image_pull_secrets: Sequence[str] = ()
-    tolerations: Sequence[Any] = field(default_factory=tuple)
-    namespace: Optional[str] = None
-    """When set, pods get the handle as ``TORCHX_JOB_ID`` (``.../{namespace}:{name}``)."""
 
 
 def retry_policies(role: Role) -> list[dict[str, str]]:
@@ -122,7 +105,7 @@ def _task(replica: Replica, pod: Any) -> dict[str, Any]:
 
 
 def app_to_volcano_job(
-    app: AppDef, app_id: str, settings: VolcanoSettings, pod_factory: PodFactory
+    app: AppDef, app_id: str, settings: Settings, pod_factory: PodFactory
 ) -> dict[str, Any]:
     """Build the Volcano Job: one task per replica, so macros can differ per replica.
 

@@ -1,32 +1,57 @@
-"""Volcano Job operations on the API server through an injected ``ApiClient``."""
+"""Volcano mode on the API server through an ``ApiClient`` getter (see ``_kubernetes.modes``).
+
+Volcano's controller runs the Job: it restarts, fails or aborts it per the Job's policies (as in
+TorchX), so this mode enforces nothing after a failure; its ``wait_for_change`` sleeps (no watch).
+"""
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from typing import Any, Optional
 
-from torchx.schedulers._kubernetes.names import LABEL_UNIQUE_NAME, clean_label
-from torchx.schedulers._kubernetes.request import sanitize_for_serialization
-from torchx.schedulers._kubernetes.volcano import VOLCANO_GROUP, VOLCANO_PLURAL, VOLCANO_VERSION
+from torchx.schedulers._kubernetes.modes import PodFactory
+from torchx.schedulers._kubernetes.names import (
+    LABEL_UNIQUE_NAME,
+    MAX_NAME_LEN,
+    clean_label,
+    task_name,
+)
+from torchx.schedulers._kubernetes.render import to_plain
+from torchx.schedulers._kubernetes.request import KubernetesJob
+from torchx.schedulers._kubernetes.settings import Settings
+from torchx.schedulers._kubernetes.volcano import (
+    VOLCANO_GROUP,
+    VOLCANO_PLURAL,
+    VOLCANO_VERSION,
+    app_to_volcano_job,
+)
 from torchx.schedulers._kubernetes.volcano_status import describe_vcjob, list_entry, pod_hostname
 from torchx.schedulers.api import DescribeAppResponse, ListAppResponse
+from torchx.specs.api import AppDef
+from torchx.util.strings import normalize_str
 
-__all__ = ["VolcanoOps", "split_app_id"]
+__all__ = ["VolcanoOps", "check_pod_names"]
 
 _CRD = {"group": VOLCANO_GROUP, "version": VOLCANO_VERSION, "plural": VOLCANO_PLURAL}
 
 
-def split_app_id(app_id: str) -> tuple[str, str]:
-    """``"{namespace}:{name}"`` -> ``(namespace, name)``.
+def check_pod_names(resource: Mapping[str, Any]) -> None:
+    """Every pod Volcano would create has a valid name (at most 63 characters).
 
     Raises:
-        ValueError: ``app_id`` is not of that form.
+        ValueError: a pod name is too long (naming it and the fix).
     """
-    namespace, sep, name = app_id.partition(":")
-    if not sep or not namespace or not name or ":" in name:
-        raise ValueError(f"kubernetes app id `{app_id}` is not of the form NAMESPACE:NAME")
-    return namespace, name
+    job = resource["metadata"]["name"]
+    for task in resource["spec"]["tasks"]:
+        pod = f"{job}-{task['name']}-{task.get('replicas', 1) - 1}"
+        if len(pod) > MAX_NAME_LEN:
+            raise ValueError(
+                f"Pod name '{pod}' ({len(pod)} chars) exceeds {MAX_NAME_LEN} character limit."
+                " Shorten app.name or role names"
+            )
 
 
 def _api_exception() -> type[Exception]:
@@ -44,26 +69,61 @@ def _conflict_name(e: Any, fallback: str) -> str:
 
 
 class VolcanoOps:
-    """Create, read, abort and delete Volcano Jobs.
+    """Build, create, read, abort and delete Volcano Jobs.
 
     Args:
-        api_client: a configured ``kubernetes.client.ApiClient``.
+        api_client: returns a configured ``kubernetes.client.ApiClient`` (called on first use).
     """
 
-    def __init__(self, api_client: Any) -> None:
+    def __init__(self, api_client: Callable[[], Any]) -> None:
+        self._api_client = api_client
+
+    @functools.cached_property
+    def _custom(self) -> Any:
         from kubernetes import client
 
-        self._custom = client.CustomObjectsApi(api_client)
-        self._core = client.CoreV1Api(api_client)
+        return client.CustomObjectsApi(self._api_client())
 
-    def create(self, namespace: str, resource: Mapping[str, Any], dry_run: bool = False) -> str:
-        """Create the Job (``dry_run``: server-side validation only); return its name.
+    @functools.cached_property
+    def _core(self) -> Any:
+        from kubernetes import client
+
+        return client.CoreV1Api(self._api_client())
+
+    # -- submit ---------------------------------------------------------------------------
+
+    def build(
+        self,
+        app: AppDef,
+        app_id: str,
+        settings: Settings,
+        pod: PodFactory,
+    ) -> KubernetesJob:
+        """The Volcano Job of ``app`` (see ``volcano.app_to_volcano_job``).
+
+        Raises:
+            ValueError: no roles, clashing role names, ``RetryPolicy.ROLE``, a pod name over
+                63 characters.
+        """
+        resource = app_to_volcano_job(app, app_id, settings, lambda replica: pod(app_id, replica))
+        check_pod_names(resource)
+        return KubernetesJob(resource=resource)
+
+    def validate(self, namespace: str, request: KubernetesJob) -> None:
+        """Server-side dry-run create (see :meth:`create` for the errors)."""
+        self._create(namespace, request.resource, dry_run=True)
+
+    def create(self, namespace: str, request: KubernetesJob) -> str:
+        """Create the Job; return its name.
 
         Raises:
             ValueError: a Job with this name exists (409), the namespace does not exist, the
                 Volcano Job CRD is not installed, or the API server rejected the spec.
         """
-        body = sanitize_for_serialization(resource)
+        return self._create(namespace, request.resource, dry_run=False)
+
+    def _create(self, namespace: str, resource: Mapping[str, Any], dry_run: bool) -> str:
+        body = to_plain(resource)
         kwargs = {"dry_run": "All"} if dry_run else {}
         try:
             resp = self._custom.create_namespaced_custom_object(
@@ -72,6 +132,8 @@ class VolcanoOps:
         except _api_exception() as e:
             raise _create_error(e, namespace, body["metadata"]["name"]) from e
         return str(resp["metadata"]["name"])
+
+    # -- read -----------------------------------------------------------------------------
 
     def get(self, namespace: str, name: str) -> Optional[dict[str, Any]]:
         """The Job object, or None if it does not exist."""
@@ -105,6 +167,27 @@ class VolcanoOps:
         except _api_exception():
             return {}
         return {pod.metadata.name: pod.status.pod_ip if pod.status else None for pod in pods.items}
+
+    def has_app(self, namespace: str, name: str) -> bool:
+        """Whether a Volcano Job ``name`` exists (False when the CRD is not installed)."""
+        return self.get(namespace, name) is not None
+
+    def log_pod(self, namespace: str, name: str, role: str, k: int, wait: float) -> Optional[str]:
+        """The pod Volcano creates for the replica: ``{job}-{task}-0`` (not checked)."""
+        return normalize_str(f"{name}-{task_name(role, k)}-0")
+
+    def read_log(self) -> Callable[..., Any]:
+        """``CoreV1Api.read_namespaced_pod_log`` of this client."""
+        return self._core.read_namespaced_pod_log
+
+    def wait_for_change(self, namespace: str, name: str, timeout: float) -> None:
+        """Sleep ``timeout`` seconds (this mode has no watch)."""
+        time.sleep(max(0.0, timeout))
+
+    def enforce_fail_fast(self, namespace: str, name: str) -> None:
+        """Nothing to do: a failed Job's other tasks are Volcano's (its policies), as in TorchX."""
+
+    # -- stop / delete ----------------------------------------------------------------------
 
     def abort(self, namespace: str, name: str) -> None:
         """Set ``status.state.phase=Aborted``; the spec stays for inspection."""

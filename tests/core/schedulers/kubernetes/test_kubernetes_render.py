@@ -15,8 +15,8 @@ import pytest
 import yaml
 from _k8s_apps import ddp_2x1, kitchen_sink
 
-from torchx.schedulers._kubernetes.models import sanitize
-from torchx.schedulers._kubernetes.render import dump_yaml, to_plain
+from torchx.schedulers._kubernetes.models import api_client
+from torchx.schedulers._kubernetes.render import dump_yaml, dump_yaml_all, to_plain
 from torchx.schedulers._kubernetes.replicas import _apply_macros
 from torchx.schedulers.kubernetes_scheduler import create_scheduler
 from torchx.specs.api import Role, macros
@@ -104,6 +104,29 @@ def test_to_plain_equals_api_client(make_app: Any) -> None:
     resource = info.request.resource
     assert to_plain(resource) == sanitize(resource)
     assert str(info) == yaml.dump(sanitize(resource))
+
+
+@pytest.mark.parametrize("make_app", [ddp_2x1, kitchen_sink])
+def test_plain_mode_renders_with_the_same_serializer_and_dumper(make_app: Any) -> None:
+    info = create_scheduler("t").submit_dryrun(
+        make_app(), {"mode": "plain", "validate_spec": False}
+    )
+    request = info.request.resource
+    objects = [request.service, *request.jobs]
+    assert [to_plain(o) for o in objects] == [sanitize(o) for o in objects]
+    assert str(info) == yaml.dump_all([sanitize(o) for o in objects], sort_keys=True)
+    assert str(info).count("\n---\n") == len(request.jobs)
+
+
+def test_dump_yaml_all_falls_back_like_yaml_dump_all() -> None:
+    docs = [{"a": "é" * 50 + " x" * 40}, {"b": 1.5}, {"c": [1, "0"]}]
+    assert dump_yaml_all(docs) == yaml.dump_all(docs, sort_keys=True)
+    assert dump_yaml_all(docs[2:]) == yaml.dump_all(docs[2:], sort_keys=True)
+
+
+def sanitize(obj: Any) -> Any:
+    """The reference serializer: the kubernetes client's own."""
+    return api_client().sanitize_for_serialization(obj)
 
 
 def test_shallow_macros_equal_values_apply() -> None:

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from torchx.schedulers._kubernetes.volcano_ops import split_app_id
+from torchx.schedulers._kubernetes.names import split_app_id
 from torchx.schedulers._kubernetes.volcano_status import (
     JOB_STATE,
     TASK_STATE,

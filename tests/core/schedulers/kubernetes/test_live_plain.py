@@ -108,7 +108,7 @@ def test_success_logs_list_and_delete(sched: Any, client: Any, ns: str) -> None:
     assert app_id not in {a.app_id for a in sched.list({"namespace": ns})}
 
 
-def test_failed_replica_fails_app_with_its_error_and_stops_the_others(
+def test_failed_replica_fails_app_and_enforce_fail_fast_stops_the_others(
     sched: Any, client: Any, ns: str
 ) -> None:
     script = (
@@ -122,18 +122,43 @@ def test_failed_replica_fails_app_with_its_error_and_stops_the_others(
     assert error["errorCode"] == 3
     assert "about to fail" in error["message"]
     assert "worker[1] exited with code 3" in resp.msg
-    states = {r.id: r.state for r in resp.roles_statuses[0].replicas}
-    assert states[1] == AppState.FAILED
-    # replica 0 would sleep for 10 minutes: it was stopped because replica 1 failed
-    assert states[0] == AppState.CANCELLED
 
     def replica0_pods() -> list[str]:
         pods = leftovers(client, ns, app_name(app_id)).get("pods", [])
         return [p for p in pods if "-worker-0-" in p]
 
+    # describe is a read: replica 0 (sleeping for 10 minutes) is left alone
+    for _ in range(3):
+        resp = sched.describe(app_id)
+        states = {r.id: r.state for r in resp.roles_statuses[0].replicas}
+        assert states[1] == AppState.FAILED
+        assert not is_terminal(states[0]), states
+    assert replica0_pods()
+    sched.wait_for_change(app_id, 60)  # the app is terminal: returns without waiting for a pod
+
+    sched.enforce_fail_fast(app_id)
+    states = {r.id: r.state for r in sched.describe(app_id).roles_statuses[0].replicas}
+    assert states == {0: AppState.CANCELLED, 1: AppState.FAILED}
     wait_until("replica 0's pod to be stopped", lambda: not replica0_pods())
+    sched.enforce_fail_fast(app_id)  # idempotent
+    assert sched.describe(app_id).state == AppState.FAILED
     sched.delete(app_id)
     wait_until("the app's objects to go", lambda: not leftovers(client, ns, app_name(app_id)))
+
+
+def test_enforce_fail_fast_leaves_an_app_that_did_not_fail_alone(sched: Any, ns: str) -> None:
+    app_id = sched.submit(sh_app("healthy", f"echo up; {SLEEP}", replicas=2), cfg(ns))
+
+    def running() -> bool:
+        resp = sched.describe(app_id)
+        return resp is not None and resp.state == AppState.RUNNING
+
+    wait_until("the app to run", running)
+    sched.enforce_fail_fast(app_id)
+    resp = sched.describe(app_id)
+    assert resp.state == AppState.RUNNING
+    assert all(not is_terminal(r.state) for r in resp.roles_statuses[0].replicas)
+    sched.delete(app_id)
 
 
 def test_cancel_stops_pods_then_delete_leaves_nothing(sched: Any, client: Any, ns: str) -> None:
