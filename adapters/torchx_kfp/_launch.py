@@ -1,6 +1,8 @@
-"""What a launcher task runs: submit the app, stream every replica's log, wait, report.
+"""What a launcher task runs: submit the app, then follow it with ``torchx.runner.follow``.
 
-SIGTERM (a KFP run cancelled, the pod deleted) cancels the app before the task exits.
+Every replica's log is streamed to the task log; SIGTERM (a KFP run cancelled, the pod
+deleted) cancels the app before the task exits; a failed app fails the task with core's
+failure message.
 """
 
 from __future__ import annotations
@@ -16,9 +18,7 @@ from typing import TYPE_CHECKING, Any, Optional
 from torchx_kfp._errors import TorchXKfpAppError
 
 if TYPE_CHECKING:
-    from torchx.runner.api import Runner
     from torchx.runner.launch import LaunchRequest
-    from torchx.specs.api import AppStatus
 
 __all__ = ["launch", "launch_request"]
 
@@ -42,6 +42,7 @@ def launch_request(
     scheduler: str,
     scheduler_cfg: str = "",
     parent_run_id: str = "",
+    env: Optional[Mapping[str, Any]] = None,
 ) -> LaunchRequest:
     """Returns core's ``LaunchRequest`` for a launcher task's spec and run-time ``params``.
 
@@ -53,6 +54,7 @@ def launch_request(
         scheduler: the TorchX scheduler.
         scheduler_cfg: its run options as ``k=v,k2=v2``.
         parent_run_id: the tracker parent run.
+        env: variables set in every role's env (they beat the role's own values).
     """
     from torchx.runner.launch import LaunchRequest
 
@@ -64,6 +66,7 @@ def launch_request(
         resource=overrides.get("resource") or None,
         max_retries=overrides.get("max_retries"),
         parent_run_id=parent_run_id or None,
+        env={str(k): str(v) for k, v in (env or {}).items()},
     )
     if spec.get("component"):
         head = [part for k, v in params.items() for part in (f"--{k}", _arg(v))]
@@ -76,14 +79,6 @@ def launch_request(
     from torchx_kfp._appjson import app_from_json
 
     return LaunchRequest(app=app_from_json(spec["app"]), **common)
-
-
-def _failure(handle: str, status: Optional[AppStatus]) -> str:
-    if status is None:
-        return f"TorchX app {handle} no longer exists (purged by its scheduler?)"
-    head = f"TorchX app {handle} ended {status.state.name}"
-    summary = status.error_summary() or (status.msg or "").strip()
-    return f"{head}: {summary}\n{status.format()}" if summary else f"{head}\n{status.format()}"
 
 
 @contextlib.contextmanager
@@ -101,14 +96,18 @@ def _environ(env: Mapping[str, Any]) -> Iterator[None]:
                 os.environ[k] = v
 
 
-class _CancelOnTerm:
-    """Cancels the app on SIGTERM while installed (main thread only), then exits 143."""
+class _ExitOnTerm:
+    """Turns SIGTERM into ``SystemExit(143)`` while installed (main thread only).
 
-    def __init__(self, runner: Runner, handle: str, emit: Emit) -> None:
-        self._runner, self._handle, self._emit = runner, handle, emit
+    Raised inside the follow loop, the exit cancels the app (``Follower`` cancels on any
+    exception) before the task exits.
+    """
+
+    def __init__(self, handle: str, emit: Emit) -> None:
+        self._handle, self._emit = handle, emit
         self._old: Any = None
 
-    def __enter__(self) -> _CancelOnTerm:
+    def __enter__(self) -> _ExitOnTerm:
         if threading.current_thread() is threading.main_thread():
             self._old = signal.signal(signal.SIGTERM, self._on_term)
         return self
@@ -119,7 +118,6 @@ class _CancelOnTerm:
 
     def _on_term(self, signum: int, frame: object) -> None:
         self._emit(f"task terminated: cancelling TorchX app {self._handle}")
-        self._runner.cancel(self._handle)
         sys.exit(128 + signum)
 
 
@@ -136,25 +134,40 @@ def launch(
 ) -> str:
     """Submits the app, streams its logs and waits; returns its handle when it SUCCEEDED.
 
+    ``env`` is set in the launcher's environment (tracker settings, ``TORCHXCONFIG``) and in
+    every role's env, where it beats the role's own values (as ``LaunchRequest.env`` does).
+    The discovered ``.torchxconfig`` gives ``[component:<name>]`` defaults, as for the CLI.
+    The app is followed by ``torchx.runner.follow``: SIGTERM or any error while following
+    cancels it.
+
     Raises:
         TorchXKfpAppError: the app ended FAILED or CANCELLED (the message starts with its
-            structured error), or vanished.
+            structured error and ends with the failed replicas' last log lines), or vanished.
     """
     from torchx.runner import get_runner
-    from torchx.util.log_tee_helpers import LogTee, replicas_of
+    from torchx.runner.follow import Follower
+    from torchx.specs.torchxconfig import TorchXConfig
+    from torchx.util.log_tee_helpers import replicas_of
 
-    request = launch_request(spec, params, scheduler, scheduler_cfg, parent_run_id)
-    with _environ(env), get_runner() as runner:
+    request = launch_request(spec, params, scheduler, scheduler_cfg, parent_run_id, env)
+    with _environ(env), get_runner(config=TorchXConfig.discover()) as runner:
         info = runner.dryrun_request(request)
         handle = runner.schedule(info)
         emit(f"launched TorchX app {handle}")
-        with _CancelOnTerm(runner, handle, emit):
-            targets = replicas_of(info.app, None)
-            tee = LogTee(runner, handle, emit, replicas=targets, prefix="[{role}/{replica}] ")
-            tee.start()
-            status = runner.wait(handle, wait_interval=wait_interval)
-            tee.join(10.0)
-        if status is None or status.state.name != "SUCCEEDED":
-            raise TorchXKfpAppError(_failure(handle, status), handle)
+        with (
+            Follower(
+                runner,
+                handle,
+                on_log=emit,
+                replicas=replicas_of(info.app, None),
+                app=info.app,
+                log_prefix="[{role}/{replica}] ",
+                wait_interval=wait_interval,
+            ) as follower,
+            _ExitOnTerm(handle, emit),
+        ):
+            result = follower.result()
+        if not result.succeeded:
+            raise TorchXKfpAppError(result.failure_message(), handle)
         emit(f"TorchX app {handle} SUCCEEDED")
         return handle

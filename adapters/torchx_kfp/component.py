@@ -214,7 +214,7 @@ def component_from_app(
         image: replaces the role's image.
         resource: a named resource (``cpu.small``, ``aws_p4d.24xlarge``) for the role.
         max_retries: replaces ``Role.max_retries`` (the task's KFP retries).
-        env: variables added to the role's env (the role's own values win).
+        env: variables set in the role's env (they beat the role's own values).
         env_inputs: env vars whose values are extra string inputs (``env_<name>``).
         enable_caching: KFP result caching (off: TorchX steps have side effects).
         display_name: the task's display name (default: the app name).
@@ -235,8 +235,7 @@ def component_from_app(
     resolved, found, channels = resolve_app(app, component_args, inputs)
     resolved = _override(resolved, image, resource, max_retries)
     role = substitute_macros(resolved, check_single_task(resolved))
-    for key, value in (env or {}).items():
-        role.env.setdefault(key, value)
+    role.env.update(env or {})  # `env=` beats the role's own values, as LaunchRequest.env does
     spec = component_yaml(resolved, role, found, env_inputs)
     settings = task_settings(
         resolved,

@@ -39,6 +39,18 @@ def test_echo_msg_is_a_pipeline_input(tmp_path: Path) -> None:
     assert task["taskInfo"]["name"] == "echo"
 
 
+def test_env_argument_beats_the_roles_env() -> None:
+    """``env=`` overrides the role's env, as ``LaunchRequest.env`` does in every other path."""
+    app = specs.AppDef(
+        name="a",
+        roles=[specs.Role(name="a", image="img", entrypoint="run", env={"FOO": "role", "K": "v"})],
+    )
+    comp = component_from_app(app, env={"FOO": "argument", "NEW": "1"})
+    env = dict(comp.component_spec.implementation.container.env or {})
+    assert env["FOO"] == "argument" and env["NEW"] == "1" and env["K"] == "v"
+    assert app.roles[0].env == {"FOO": "role", "K": "v"}  # the caller's AppDef is untouched
+
+
 def test_resources_retries_env_display_name(tmp_path: Path) -> None:
     app = specs.AppDef(
         name="trainer",

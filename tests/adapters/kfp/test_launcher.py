@@ -111,6 +111,41 @@ def test_failed_app_fails_the_task_with_its_error() -> None:
         launch(_spec(app=app_to_json(app)), {}, {}, "local_cwd", emit=lines.append)
     assert err.value.app_handle.startswith("local_cwd://")
     assert "[boom/0] about to fail" in lines
+    assert "log lines of boom/0:\n  about to fail" in str(err.value)  # the failed replica's tail
+
+
+def test_launcher_env_beats_the_roles_env() -> None:
+    """``env`` reaches the app and overrides the role's own value (``LaunchRequest.env``)."""
+    app = specs.AppDef(
+        name="who",
+        roles=[
+            specs.Role(
+                name="who",
+                image="",
+                entrypoint=sys.executable,
+                args=["-c", "import os; print('who', os.environ['WHO'])"],
+                env={"WHO": "the role"},
+            )
+        ],
+    )
+    lines: list[str] = []
+    launch(_spec(app=app_to_json(app)), {}, {"WHO": "the launcher"}, "local_cwd", emit=lines.append)
+    assert "[who/0] who the launcher" in lines
+
+
+def test_launcher_applies_component_defaults_of_the_torchxconfig(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``[component:<name>]`` defaults apply in the launcher as in ``torchx run``."""
+    config = tmp_path / ".torchxconfig"
+    config.write_text("[component:utils.echo]\nmsg = from the config\n")
+    monkeypatch.setenv("TORCHXCONFIG", str(config))
+    lines: list[str] = []
+    launch(_spec("utils.echo"), {}, {}, "local_cwd", emit=lines.append)
+    assert "[echo/0] from the config" in lines
+    lines.clear()
+    launch(_spec("utils.echo"), {"msg": "from params"}, {}, "local_cwd", emit=lines.append)
+    assert "[echo/0] from params" in lines  # run-time params beat the config
 
 
 def test_sigterm_cancels_the_app(tmp_path: Path) -> None:
