@@ -130,3 +130,34 @@ def k8s_cluster() -> tuple[str | None, str]:
     if not ready:
         return None, f"local Kubernetes cluster at {path} has no Ready node"
     return str(path), ""
+
+
+def slurm_conf_path() -> Path:
+    """Where scripts/infra/slurm.sh writes the local Slurm's config (``SLURM_CONF``)."""
+    return Path(
+        os.environ.get("TORCHX_FLOW_SLURM_CONF") or cache_dir() / "slurm" / "etc" / "slurm.conf"
+    )
+
+
+@functools.cache
+def slurm_conf() -> tuple[str | None, str]:
+    """Returns ``(SLURM_CONF, "")`` of a local Slurm whose controller answers, or ``(None, why)``."""
+    import shutil
+    import subprocess
+
+    path = slurm_conf_path()
+    hint = "start it: scripts/infra/slurm.sh start (or scripts/infra/up.sh)"
+    if shutil.which("scontrol") is None:
+        return None, f"the Slurm commands are not installed; {hint}"
+    if not path.is_file():
+        return None, f"no local Slurm ({path} missing); {hint}"
+    env = {**os.environ, "SLURM_CONF": str(path)}
+    try:
+        out = subprocess.run(
+            ["scontrol", "ping"], env=env, capture_output=True, text=True, timeout=10
+        ).stdout
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return None, f"local Slurm at {path} not reachable: {type(e).__name__}; {hint}"
+    if "is UP" not in out:
+        return None, f"the local Slurm controller ({path}) does not answer; {hint}"
+    return str(path), ""

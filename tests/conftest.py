@@ -13,7 +13,7 @@ from collections.abc import Generator, Iterator
 from pathlib import Path
 
 import pytest
-from _infra import docker_host, k8s_cluster, missing, registry
+from _infra import docker_host, k8s_cluster, missing, registry, slurm_conf
 
 _INFRA_ENV = pytest.StashKey[pytest.MonkeyPatch]()
 
@@ -38,6 +38,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         ("docker", docker_host, "DOCKER_HOST"),
         ("k8s", k8s_cluster, "KUBECONFIG"),
         ("registry", registry, "TORCHX_FLOW_REGISTRY"),
+        ("slurm", slurm_conf, "SLURM_CONF"),
     ):
         if item.get_closest_marker(marker) is None:
             continue

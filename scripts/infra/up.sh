@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Starts the local infrastructure the `docker` and `k8s` tests use, as far as this machine allows:
 # the Docker engine, the local images, the local image registry (registry.sh on 127.0.0.1:5123), and
-# (when scripts/infra/k8s-cluster.sh exists) the local Kubernetes cluster. Prints the environment to
-# use (DOCKER_HOST=..., TORCHX_FLOW_REGISTRY=..., KUBECONFIG=...) on stdout.
+# (when scripts/infra/k8s-cluster.sh exists) the local Kubernetes cluster, and the local Slurm
+# (slurm.sh). Prints the environment to use (DOCKER_HOST=..., TORCHX_FLOW_REGISTRY=..., KUBECONFIG=...,
+# SLURM_CONF=...) on stdout.
 # Each part that this call started is recorded in $TORCHX_FLOW_STARTED (default
 # $TORCHX_FLOW_RUN/started; with-infra.sh uses a file of its own), so down.sh stops
 # exactly those and leaves engines it found running alone.
@@ -43,6 +44,17 @@ if [ $status = 0 ] && [ -x "$here/k8s-cluster.sh" ] && [ "${TORCHX_FLOW_NO_K8S:-
   elif kc=$("$here/k8s-cluster.sh" start); then
     echo k8s >>"$started"
     echo "$kc"
+  else
+    status=1
+  fi
+fi
+# the local Slurm cluster (independent of Docker): prints SLURM_CONF=...
+if [ -x "$here/slurm.sh" ] && [ "${TORCHX_FLOW_NO_SLURM:-0}" != 1 ]; then
+  if sl=$("$here/slurm.sh" env 2>/dev/null); then
+    echo "$sl"
+  elif sl=$("$here/slurm.sh" start); then
+    echo slurm >>"$started"
+    echo "$sl"
   else
     status=1
   fi
