@@ -78,24 +78,30 @@ def failure_message(
         tails: ``{"role/replica": last lines}`` of the failed replicas.
         deadline_expired: the app was still running at its deadline.
     """
+    why = _why(status, deadline_expired)
     if status is None:
-        return f"TorchX app {app_handle} no longer exists (purged by its scheduler?)"
-    state = status.state.name
+        return f"TorchX app {app_handle} {why}"
     if deadline_expired and not status.is_terminal():
-        head = f"TorchX app {app_handle} is still {state} at its deadline (kept running)"
-    elif deadline_expired:
-        head = f"TorchX app {app_handle} ended {state}: its deadline passed"
+        head = f"TorchX app {app_handle} is still {status.state.name} at its deadline"
+        head = f"{head} (kept running)"
     else:
-        head = f"TorchX app {app_handle} ended {state}"
-        why = status.error_summary() or (status.msg or "").strip()
-        if why:
-            head = f"{head}: {why}"
+        head = f"TorchX app {app_handle} ended {status.state.name}"
+        head = f"{head}: {why}" if why else head
     parts = [head, status.format()]
     for key, lines in (tails or {}).items():
         if lines:
             body = "\n".join(f"  {line}" for line in lines)
             parts.append(f"last {len(lines)} log lines of {key}:\n{body}")
     return "\n".join(parts)
+
+
+def _why(status: Optional[AppStatus], deadline_expired: bool) -> str:
+    """One line saying why the app did not succeed ("" when there is nothing to say)."""
+    if status is None:
+        return "no longer exists (purged by its scheduler?)"
+    if deadline_expired:
+        return "its deadline passed" + ("" if status.is_terminal() else " (kept running)")
+    return status.error_summary() or (status.msg or "").strip()
 
 
 @dataclasses.dataclass
@@ -130,12 +136,14 @@ class FollowResult:
 
     @property
     def reason(self) -> str:
-        """One line saying why the app did not succeed (``""`` when it did)."""
+        """Why the app did not succeed, in a few words (``""`` when it did).
+
+        The structured error's summary line, else the status message, else the state name;
+        ``its deadline passed`` for an app the deadline stopped.
+        """
         if self.succeeded:
             return ""
-        return failure_message(
-            self.app_handle, self.status, deadline_expired=self.deadline_expired
-        ).split("\n", 1)[0]
+        return _why(self.status, self.deadline_expired) or self.state
 
     def failure_message(self) -> str:
         """The full :func:`failure_message` (``""`` when the app succeeded)."""

@@ -262,9 +262,12 @@ class _Executor:
         ).start()
 
     def _wait(self, name: str, handle: str) -> None:
+        """Follows one step's app (``torchx.runner.follow``) in its waiter thread."""
+        from torchx.runner.follow import follow
+
         try:
-            status = self.runner.wait(handle, wait_interval=self.wait_interval)
-            self.done.put((name, status, ""))
+            result = follow(self.runner, handle, wait_interval=self.wait_interval, log_tail=0)
+            self.done.put((name, result.status, result.reason))
         except Exception as e:
             self.done.put((name, None, f"lost the app: {type(e).__name__}: {e}"))
 

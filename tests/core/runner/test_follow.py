@@ -61,7 +61,9 @@ def test_deadline_cancels_a_sleeping_app(runner: Runner) -> None:
     result = follow(runner, handle, timeout=1.0, wait_interval=0.2)
     assert result.deadline_expired and result.cancelled
     assert result.state == "CANCELLED"
-    assert result.reason == f"TorchX app {handle} ended CANCELLED: its deadline passed"
+    assert result.reason == "its deadline passed"
+    head = result.failure_message().splitlines()[0]
+    assert head == f"TorchX app {handle} ended CANCELLED: its deadline passed"
     assert state(runner, handle) == AppState.CANCELLED
 
 
@@ -71,7 +73,8 @@ def test_deadline_can_keep_the_app_running(runner: Runner) -> None:
         result = follow(runner, handle, timeout=0.5, cancel_at_deadline=False, wait_interval=0.2)
         assert result.deadline_expired and not result.cancelled
         assert result.state in ("PENDING", "RUNNING")
-        assert "still" in result.reason and "kept running" in result.reason
+        assert result.reason == "its deadline passed (kept running)"
+        assert f"{handle} is still {result.state} at its deadline" in result.failure_message()
         status = runner.status(handle)
         assert status is not None and not status.is_terminal()
     finally:
@@ -90,8 +93,9 @@ def test_failed_app_gives_the_tail_of_its_failed_replica(runner: Runner, stream:
     assert list(result.tails) == ["worker/1"]  # the failed replica only
     assert result.tails["worker/1"][-1] == "replica one broke"
     assert result.tails["worker/1"][:4] == [f"line {i}" for i in (26, 27, 28, 29)]
+    assert result.reason  # the replica's error, e.g. its exit code
     message = result.failure_message()
-    assert message.startswith(f"TorchX app {handle} ended FAILED")
+    assert message.startswith(f"TorchX app {handle} ended FAILED: {result.reason}\n")
     assert "last 5 log lines of worker/1:\n  line 26\n" in message
     assert "line 0\n" not in message  # a tail, not a head
     # fail-fast: the sleeping replica 0 was stopped with the app

@@ -65,6 +65,7 @@ def test_fail_fast_cancels_running_steps_and_skips_the_rest(tmp_path: Path) -> N
     run = run_pipeline(p, wait_interval=1)
     states = {n: s.state for n, s in run.steps.items()}
     assert states == {"sleeper": "CANCELLED", "bad": "FAILED", "after": "SKIPPED"}
+    assert run.steps["bad"].msg == "exited with code 3"  # the follow layer's reason
     assert run.state == "FAILED"
     with get_runner() as runner:
         status = runner.status(run.steps["sleeper"].app_handle)
