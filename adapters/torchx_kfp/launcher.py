@@ -2,8 +2,10 @@
 
 The task is a Lightweight Python Component that submits the app through a TorchX scheduler
 (``kubernetes`` in a cluster; ``local_cwd`` or ``local_docker`` locally), streams every
-replica's log into the task log, fails with the app's structured error, outputs
-``app_handle``, ``app_id`` and ``tracker_run_id``, and cancels the app on SIGTERM.
+replica's log into the task log, fails with the app's structured error and its failed
+replicas' last log lines, outputs ``app_handle``, ``app_id`` and ``tracker_run_id``, and cancels
+the app on SIGTERM (it follows the app with ``torchx.runner.follow``). ``[component:<name>]``
+defaults of the launcher's ``.torchxconfig`` apply, as in ``torchx run``.
 
 Example::
 
@@ -108,7 +110,8 @@ def launcher_from_app(
         scheduler_cfg: run options ``k=v,k2=v2`` (a string or a channel).
         parent_run_id: the upstream step's ``tracker_run_id`` (tracker lineage).
         params: component parameters set at run time; values may be pipeline channels.
-        env: variables for the launcher and the app (tracker settings); values may be channels.
+        env: variables for the launcher (tracker settings, ``TORCHXCONFIG``) and every role
+            of the app, where they beat the role's own values; values may be channels.
         image: replaces every role's image.
         resource: a named resource for every role.
         max_retries: replaces every role's ``max_retries`` (the scheduler's retries).

@@ -1,7 +1,8 @@
 """Run apps and components on schedulers: ``get_runner()`` returns a :class:`Runner`.
 
 ``get_runner`` and ``Runner`` are loaded on first access, so ``import torchx.runner.config``
-(which the named-resource loader does) stays cheap.
+(which the named-resource loader does) stays cheap. ``torchx.runner.follow`` (follow a
+launched app: logs, deadline, failure message) is a submodule loaded on first access too.
 """
 
 from __future__ import annotations
@@ -10,10 +11,10 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from torchx.runner import config
+    from torchx.runner import config, follow
     from torchx.runner.api import Runner, get_runner
 
-__all__ = ["Runner", "config", "get_runner"]
+__all__ = ["Runner", "config", "follow", "get_runner"]
 
 _LAZY = {"Runner": "torchx.runner.api", "get_runner": "torchx.runner.api"}
 
@@ -23,8 +24,8 @@ def __getattr__(name: str) -> Any:
         value = getattr(importlib.import_module(_LAZY[name]), name)
         globals()[name] = value
         return value
-    if name == "config":
-        return importlib.import_module("torchx.runner.config")
+    if name in ("config", "follow"):
+        return importlib.import_module(f"torchx.runner.{name}")
     raise AttributeError(f"module 'torchx.runner' has no attribute {name!r}")
 
 
