@@ -1,7 +1,8 @@
 """Helper of scripts/pipeline-run.sh: the Airflow and KFP runs of examples/pipeline.yaml.
 
 ``python scripts/_pipeline_run.py airflow|kfp WORKDIR STEPS`` runs the pipeline and prints
-one summary line; it exits 1 unless every step succeeded.
+summary lines (for KFP one per task; kfp.local's full executor output goes to
+``WORKDIR/kfp-local.log``, whose path is printed); it exits 1 unless every step succeeded.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from _kfp_log import output_to, summary_lines, task_names, task_states
 
 REPO = Path(__file__).resolve().parents[1]
 PIPELINE = REPO / "examples" / "pipeline.yaml"
@@ -64,18 +67,25 @@ def kfp(workdir: Path, steps: int) -> int:
     ir = workdir / "torchx_training.kfp.yaml"
     compiler.Compiler().compile(pipeline_from_workflow(pipeline), str(ir))
     print(f"compiled KFP IR: {ir}", flush=True)
+    log = workdir / "kfp-local.log"
+    print(f"kfp.local run (SubprocessRunner, launcher tasks); its full log: {log}", flush=True)
     start = time.time()
     local.init(runner=local.SubprocessRunner(use_venv=False), pipeline_root=str(workdir / "root"))
     state = "SUCCEEDED"
-    try:
-        pipeline_from_workflow(pipeline, mode="launcher")(workdir=str(workdir), steps=steps)
-    except Exception as e:  # kfp.local raises when a task fails
-        state = f"FAILED ({type(e).__name__}: {e})"
-    names = list(pipeline.steps)
-    states = ", ".join(f"{n} {'SUCCEEDED' if state == 'SUCCEEDED' else '?'}" for n in names)
+    launcher = pipeline_from_workflow(pipeline, mode="launcher")
+    names = task_names(launcher)
+    with output_to(log):
+        try:
+            launcher(workdir=str(workdir), steps=steps)
+        except Exception as e:  # kfp.local raises when a task fails
+            state = f"FAILED ({type(e).__name__}: {e})"
+    print("\n".join(summary_lines(log, state != "SUCCEEDED", names)), flush=True)
+    tasks = task_states(log)
+    states = ", ".join(f"{names.get(task, task)} {status}" for task, status in tasks)
     print(
-        f"kfp.local pipeline torchx_training {state}: {len(names)} steps ({states})"
-        f" in {time.time() - start:.1f}s; checkpoint: {_checkpoint(workdir)}; IR: {ir}",
+        f"kfp.local pipeline torchx_training {state}: {len(pipeline.steps)} steps, {len(tasks)}"
+        f" tasks finished ({states}) in {time.time() - start:.1f}s;"
+        f" checkpoint: {_checkpoint(workdir)}; IR: {ir}",
         flush=True,
     )
     return 0 if state == "SUCCEEDED" else 1

@@ -3,8 +3,9 @@
 # evaluate) and runs the compiled YAML with kfp.local: container steps under the DockerRunner
 # when the local Docker engine is running (scripts/infra/up.sh; this script never starts or
 # stops it, since other processes may share it), otherwise the launcher pipeline under the
-# SubprocessRunner on local_cwd. Ends with a summary line. Extra arguments go to
-# scripts/kfp_local_run.py (--steps N, --workdir DIR). PYTHON: the venv's python.
+# SubprocessRunner on local_cwd. kfp.local's executor output goes to <workdir>/kfp-local.log
+# (the path is printed); the terminal gets one line per task and a summary line. Extra
+# arguments go to scripts/kfp_local_run.py (--steps N, --workdir DIR). PYTHON: the venv's python.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python}

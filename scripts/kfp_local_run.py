@@ -3,7 +3,9 @@
 Container steps run under kfp.local's DockerRunner when a Docker engine is reachable
 (DOCKER_HOST; this venv is mounted into torchx-flow/python:3.11); otherwise the launcher
 twin (pipelines/torchx_training_launcher.py) runs under the SubprocessRunner on local_cwd.
-Ends with one summary line. Usage: python scripts/kfp_local_run.py [--steps N] [--workdir DIR]
+kfp.local's executor output goes to ``<workdir>/kfp-local.log`` (its path is printed); the
+terminal gets one line per task and a summary line (and the end of the log if the run failed).
+Usage: python scripts/kfp_local_run.py [--steps N] [--workdir DIR]
 """
 
 import argparse
@@ -14,6 +16,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from _kfp_log import output_to, summary_lines, task_names
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -76,9 +80,20 @@ def main() -> int:
         local.init(runner=runner, pipeline_root=str(work / "root"))
         run_args.update(steps=args.steps)
         mode = "DockerRunner, container steps in torchx-flow/python:3.11"
+    log = work / "kfp-local.log"
+    print(f"== kfp.local run ({mode}); its full log: {log}", flush=True)
     start = time.monotonic()
-    compiled(**run_args)
+    error = None
+    with output_to(log):
+        try:
+            compiled(**run_args)
+        except Exception as e:  # kfp.local raises when a task fails: reported below
+            error = e
     took = time.monotonic() - start
+    print("\n".join(summary_lines(log, error is not None, task_names(compiled))), flush=True)
+    if error is not None:
+        print(f"kfp-local-run: {name} FAILED in {took:.1f} s ({mode}): {error}; log: {log}")
+        return 1
     metrics = json.loads((work / "run" / "metrics.json").read_text())
     print(
         f"kfp-local-run: {name} SUCCEEDED in {took:.1f} s ({mode}): checkpoint"

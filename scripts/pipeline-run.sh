@@ -3,7 +3,8 @@
 # three ways, each ending with one summary line (steps, states, time, where the checkpoint is):
 #   1. locally with `torchx pipeline run` (the torchx.workflow executor, local_cwd apps);
 #   2. as the Airflow DAG dags/torchx_training.py under dag.test() (SQLite, throwaway home);
-#   3. compiled for KFP (torchx_kfp.pipeline_from_workflow; the IR is kept) and run with kfp.local.
+#   3. compiled for KFP (torchx_kfp.pipeline_from_workflow; the IR is kept) and run with kfp.local
+#      (its executor output goes to $WORKDIR/kfp/kfp-local.log; one line per task is printed).
 # Expects a venv with torchx-flow[workflow,airflow,kfp,examples] on PATH (the Makefile sets it).
 # STEPS (default 30) sets the training steps; WORKDIR (default: a temp dir) holds data/checkpoints.
 set -euo pipefail

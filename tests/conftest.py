@@ -1,8 +1,8 @@
 """Test-wide isolation: every test gets its own TORCHX_HOME and no .torchxconfig files.
 
-Tests marked ``docker``/``k8s``/``registry`` get the address of that infrastructure in the
-environment for their run only (a ``MonkeyPatch`` undone after the test's teardown), a skip with
-the reason when it is missing, or in CI a failure.
+Tests marked ``docker``/``k8s``/``registry``/``slurm`` get the address of that infrastructure in
+the environment for their run only (a ``MonkeyPatch`` undone after the test's teardown), a skip
+with the reason when it is missing, or in CI a failure.
 """
 
 from __future__ import annotations
