@@ -61,8 +61,9 @@ class TorchXOperator(BaseOperator):
     it has run for a second, or before the task defers), and when the app fails (no
     ``return_value`` then) every field is pushed under its own key. Replica logs are copied
     into the task log while waiting. A FAILED or CANCELLED app fails the task with
-    :class:`TorchXAppError`, whose message starts with the app's structured error. Killing the
-    task (``on_kill``) cancels the app.
+    :class:`TorchXAppError`, whose message starts with the app's structured error and ends with
+    the last log lines of its failed replicas. Killing the task (``on_kill``), or an error while
+    it waits in the worker, cancels the app (the wait is core's ``torchx.runner.follow``).
 
     Args:
         component: a builtin (``dist.ddp``, ``utils.python``) or ``path/file.py:fn``; templated.

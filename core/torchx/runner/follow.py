@@ -34,7 +34,6 @@ f.result()``) for callers that act while the app runs (the Airflow operator reco
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -42,6 +41,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Optional
 
 from torchx.runner._follow_logs import LogStreams, Replica, read_tail, replica_key
+from torchx.runner._follow_result import FollowResult, failure_message
 
 if TYPE_CHECKING:
     from torchx.runner.api import Runner
@@ -57,101 +57,6 @@ logger: logging.Logger = logging.getLogger(__name__)
 DEFAULT_LOG_TAIL = 20
 _CANCEL_WAIT = 60.0  # longest wait for a cancelled app to reach a terminal state
 _JOIN_TIMEOUT = 10.0  # seconds per replica for the log streams to reach the end
-
-
-def failure_message(
-    app_handle: AppHandle,
-    status: Optional[AppStatus],
-    tails: Optional[dict[str, list[str]]] = None,
-    *,
-    deadline_expired: bool = False,
-) -> str:
-    """Returns the text an app that did not succeed is reported with.
-
-    The first line is ``TorchX app <handle> ended <STATE>: <why>`` (``why``: the structured
-    error's summary, else the status message); the app's status follows, then the last lines
-    of each failed replica.
-
-    Args:
-        app_handle: the app.
-        status: its last status (None: the app no longer exists).
-        tails: ``{"role/replica": last lines}`` of the failed replicas.
-        deadline_expired: the app was still running at its deadline.
-    """
-    why = _why(status, deadline_expired)
-    if status is None:
-        return f"TorchX app {app_handle} {why}"
-    if deadline_expired and not status.is_terminal():
-        head = f"TorchX app {app_handle} is still {status.state.name} at its deadline"
-        head = f"{head} (kept running)"
-    else:
-        head = f"TorchX app {app_handle} ended {status.state.name}"
-        head = f"{head}: {why}" if why else head
-    parts = [head, status.format()]
-    for key, lines in (tails or {}).items():
-        if lines:
-            body = "\n".join(f"  {line}" for line in lines)
-            parts.append(f"last {len(lines)} log lines of {key}:\n{body}")
-    return "\n".join(parts)
-
-
-def _why(status: Optional[AppStatus], deadline_expired: bool) -> str:
-    """One line saying why the app did not succeed ("" when there is nothing to say)."""
-    if status is None:
-        return "no longer exists (purged by its scheduler?)"
-    if deadline_expired:
-        return "its deadline passed" + ("" if status.is_terminal() else " (kept running)")
-    return status.error_summary() or (status.msg or "").strip()
-
-
-@dataclasses.dataclass
-class FollowResult:
-    """How a followed app ended.
-
-    Attributes:
-        app_handle: the app.
-        status: its last status (terminal unless the deadline passed and the app was kept;
-            None when the app no longer exists).
-        tails: ``{"role/replica": last log lines}`` of each FAILED replica (of every known
-            replica when the app FAILED without per-replica states).
-        deadline_expired: the deadline passed before the app ended.
-        cancelled: the follow layer cancelled the app (at the deadline).
-    """
-
-    app_handle: AppHandle
-    status: Optional[AppStatus]
-    tails: dict[str, list[str]] = dataclasses.field(default_factory=dict)
-    deadline_expired: bool = False
-    cancelled: bool = False
-
-    @property
-    def state(self) -> str:
-        """The state's name (``SUCCEEDED``, ``FAILED``, ...), ``UNKNOWN`` for a vanished app."""
-        return self.status.state.name if self.status is not None else "UNKNOWN"
-
-    @property
-    def succeeded(self) -> bool:
-        """Whether the app SUCCEEDED."""
-        return self.state == "SUCCEEDED"
-
-    @property
-    def reason(self) -> str:
-        """Why the app did not succeed, in a few words (``""`` when it did).
-
-        The structured error's summary line, else the status message, else the state name;
-        ``its deadline passed`` for an app the deadline stopped.
-        """
-        if self.succeeded:
-            return ""
-        return _why(self.status, self.deadline_expired) or self.state
-
-    def failure_message(self) -> str:
-        """The full :func:`failure_message` (``""`` when the app succeeded)."""
-        if self.succeeded:
-            return ""
-        return failure_message(
-            self.app_handle, self.status, self.tails, deadline_expired=self.deadline_expired
-        )
 
 
 class Follower:
