@@ -101,7 +101,7 @@ def test_failed_app_gives_the_tail_of_its_failed_replica(runner: Runner, stream:
     # fail-fast: the sleeping replica 0 was stopped with the app
     assert state(runner, handle) == AppState.FAILED
     if stream:
-        assert "worker/0 line 29" in lines and "worker/1 line 29" in lines
+        assert "worker/1 line 29" in lines  # (replica 0 may be stopped before it prints all)
 
 
 def test_an_error_in_the_log_callback_cancels_the_app(runner: Runner) -> None:
