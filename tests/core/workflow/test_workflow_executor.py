@@ -127,3 +127,16 @@ def test_each_step_is_the_tracker_child_of_its_upstream(
     assert run.state == "SUCCEEDED"
     prep, train, evaluate = (s.app_handle for s in run.steps.values())
     assert create(str(root)).lineage(evaluate).ancestors == [train, prep]
+
+
+def test_step_env_beats_the_roles_env(tmp_path: Path) -> None:
+    """A step's ``env`` overrides the env the component gives its role (as everywhere)."""
+    out = tmp_path / "x.txt"
+    step = Step(
+        component="utils.sh",
+        args=["--env", "X=from_role", "--", "sh", "-c", f'echo "$X" > {out}'],
+        env={"X": "from_step"},
+    )
+    run = run_pipeline(pipeline(only=step), wait_interval=1)
+    assert run.state == "SUCCEEDED", run.summary()
+    assert out.read_text().strip() == "from_step"
