@@ -5,8 +5,9 @@ rank 0 is reachable by its container name (``$TORCHX_RANK0_HOST``). Containers c
 (app id, app name, session, role, replica), so ``describe``, ``list``, ``log_iter``, ``cancel``
 and ``delete`` work from any process. Unlike TorchX:
 
-- fail-fast: as soon as one replica fails (after its retries), the app is FAILED and the others
-  are stopped by whoever observes it (``describe``/``Runner.wait``);
+- fail-fast: as soon as one replica fails (after its retries), ``describe`` reports the app
+  FAILED; stopping the others is the explicit ``enforce_fail_fast`` (``Runner.wait`` and the
+  follow layer call it once they see FAILED), so ``describe`` stays a read;
 - a cancelled app stays CANCELLED: ``cancel`` leaves a labelled marker volume next to the
   containers, and ``delete`` removes containers, network and marker;
 - ``list`` is scoped to the scheduler's session, like ``local_cwd``.
@@ -19,7 +20,6 @@ from __future__ import annotations
 import builtins
 import logging
 import os
-import threading
 import time
 from collections.abc import Iterable, Mapping
 from datetime import datetime
@@ -92,6 +92,8 @@ __all__ = [
 logger: logging.Logger = logging.getLogger(__name__)
 
 DEFAULT_GRACE_PERIOD = 10.0
+_SETTLE = 2.0
+"""Seconds ``wait_for_change`` polls after an event until the change shows in the list."""
 LABEL_CANCELLED = "torchx.pytorch.org/cancelled"
 _INSTALL_HINT = "pip install 'torchx-flow[docker]'"
 
@@ -137,7 +139,7 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, Any]]):
     Args:
         session_name: the session apps are labelled with (``list`` shows this session's apps).
         client: a ``docker.DockerClient``; default: ``docker.from_env()`` on first use.
-        grace_period: default seconds between SIGTERM and SIGKILL on cancel and fail-fast.
+        grace_period: seconds between SIGTERM and SIGKILL on cancel and ``enforce_fail_fast``.
     """
 
     def __init__(
@@ -150,9 +152,6 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, Any]]):
         super().__init__("docker", session_name, docker_client=client, engine=engine)
         self._engine = engine
         self._grace_period = grace_period
-        self._described_at: dict[str, float] = {}
-        self._last_seen: dict[str, tuple[tuple[str, str, int], ...]] = {}
-        self._stopping: set[str] = set()
 
     # -- submit ----------------------------------------------------------------------------
 
@@ -225,17 +224,15 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, Any]]):
         return bool(self._engine.markers(f"{LABEL_CANCELLED}={app_id}"))
 
     def describe(self, app_id: str) -> Optional[DescribeAppResponse]:
-        """Describes an app from its containers' labels and states; None if it has none."""
-        self._described_at[app_id] = time.time()
+        """Describes an app from its containers' labels and states; None if it has none.
+
+        A read only: a FAILED app's other replicas keep running until ``enforce_fail_fast``.
+        """
         infos = self._infos(app_id)
-        self._last_seen[app_id] = signature(infos)
         if not infos:
             return None
         states = [container_state(i.status, i.exit_code) for _, i in infos]
         state = app_state(states, cancelled=self._cancelled(app_id))
-        if state == AppState.FAILED:
-            live = [cid for (cid, _), s in zip(infos, states, strict=True) if not is_terminal(s)]
-            self._fail_fast(app_id, live)
         resp = DescribeAppResponse(app_id=app_id, state=state, num_restarts=0)
         resp.msg = failure_msg(infos, states)
         resp.roles, resp.roles_statuses = roles_from_containers(infos, states)
@@ -244,19 +241,18 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, Any]]):
         )
         return resp
 
-    def _fail_fast(self, app_id: str, live: list[str]) -> None:
-        """Stops the replicas still running in a FAILED app, in the background."""
-        if not live or app_id in self._stopping:
+    def enforce_fail_fast(self, app_id: str) -> None:
+        """Stops the replicas still running in an app with a FAILED replica.
+
+        Synchronous: SIGTERM, SIGKILL after the grace period, in parallel; when it returns no
+        replica of the app runs. A no-op for an app without a failed replica.
+        """
+        infos = self._infos(app_id)
+        states = [container_state(i.status, i.exit_code) for _, i in infos]
+        if AppState.FAILED not in states:
             return
-        self._stopping.add(app_id)
-
-        def stop() -> None:
-            try:
-                self._engine.stop(live, self._grace_period)
-            finally:
-                self._stopping.discard(app_id)
-
-        threading.Thread(target=stop, name=f"torchx-fail-fast-{app_id}", daemon=True).start()
+        live = [cid for (cid, _), s in zip(infos, states, strict=True) if not is_terminal(s)]
+        self._engine.stop(live, self._grace_period)
 
     def list(self, cfg: Optional[Mapping[str, Any]] = None) -> builtins.list[ListAppResponse]:
         """Lists this session's apps (from any process), in container creation order."""
@@ -282,20 +278,25 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, Any]]):
         ]
 
     def wait_for_change(self, app_id: str, timeout: float) -> None:
-        """Returns once the app changed since the last ``describe``, or after ``timeout`` seconds.
+        """Returns once the app changed, or after ``timeout`` seconds; at once if it has ended.
 
-        It blocks on the engine's events (a container starting, ending, pausing or being
-        removed), then waits briefly until the change is visible in the container list: the
-        engine emits ``die`` just before the container reads as exited.
+        Nothing is kept from an earlier ``describe``: the containers are listed at entry, and
+        an app without containers or whose containers have all ended (or with a failed one)
+        returns at once. Otherwise it blocks on the engine's events since entry (a container
+        starting, ending, pausing or being removed), then polls the list briefly until the
+        change shows: the engine emits ``die`` just before the container reads as exited.
         """
-        seen = self._last_seen.get(app_id)
+        since = time.time()
         deadline = time.monotonic() + max(0.0, timeout)
-        if seen is None or signature(self._infos(app_id)) != seen:
+        infos = self._infos(app_id)
+        states = [container_state(i.status, i.exit_code) for _, i in infos]
+        if not infos or is_terminal(app_state(states)):
             return
-        since = self._described_at.get(app_id, time.time())
+        seen = signature(infos)
         if not self._engine.wait_event(f"{LABEL_APP_ID}={app_id}", since, timeout):
             return
-        while time.monotonic() < deadline and signature(self._infos(app_id)) == seen:
+        settle = min(deadline, time.monotonic() + _SETTLE)
+        while time.monotonic() < settle and signature(self._infos(app_id)) == seen:
             time.sleep(0.02)
 
     # -- cancel and delete -----------------------------------------------------------------
@@ -333,8 +334,6 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, Any]]):
         self._engine.remove([r["id"] for r in self._engine.containers(label)])
         self._engine.remove_networks(label)
         self._engine.remove_markers(label)
-        self._described_at.pop(app_id, None)
-        self._last_seen.pop(app_id, None)
 
     # -- logs ------------------------------------------------------------------------------
 

@@ -58,7 +58,7 @@ def app_state(replicas: Iterable[AppState], cancelled: bool = False) -> AppState
     """Returns the app state from its replicas' states (fail-fast, like ``local_cwd``).
 
     A cancelled app is CANCELLED; one FAILED replica makes the app FAILED even while others
-    still run (the scheduler then stops them); all SUCCEEDED is SUCCEEDED; otherwise RUNNING
+    still run (``enforce_fail_fast`` stops them); all SUCCEEDED is SUCCEEDED; otherwise RUNNING
     if any replica runs, else the earliest state (SUBMITTED before PENDING).
 
     Args:

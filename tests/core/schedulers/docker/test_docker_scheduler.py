@@ -266,3 +266,67 @@ def test_delete_removes_a_network_left_without_containers(sched: Any) -> None:
         for net in client.networks.list(names=[f"torchx-{app_id}"]):
             net.remove()
         client.close()
+
+
+# a replica that stops promptly on SIGTERM (PID 1 ignores it unless it traps it)
+_SLEEPER = "trap 'exit 143' TERM; while true; do sleep 0.2; done"
+
+
+def _running(app_id: str) -> list[str]:
+    import docker
+
+    client = docker.from_env()
+    try:
+        found = client.containers.list(filters={"label": f"torchx.pytorch.org/app-id={app_id}"})
+        return sorted(c.name for c in found)
+    finally:
+        client.close()
+
+
+@pytest.mark.docker
+def test_describe_is_a_read_and_enforce_fail_fast_stops_the_others(sched: Any) -> None:
+    app = AppDef("failfast", roles=[_sh("s", _SLEEPER), _sh("f", "exit 3")])
+    app_id = _run(sched, app)
+    desc = _wait(sched, app_id)
+    assert desc.state == AppState.FAILED
+    assert "replica f/0" in desc.msg and "code 3" in desc.msg
+    for _ in range(3):  # describing again and again stops nothing
+        desc = sched.describe(app_id)
+        states = {rs.role: rs.replicas[0].state for rs in desc.roles_statuses}
+        assert desc.state == AppState.FAILED
+        assert states["f"] == AppState.FAILED
+        assert states["s"] == AppState.RUNNING, states
+    sched.wait_for_change(app_id, 60)  # the app has ended: returns without an event
+    assert _running(app_id) == [f"{app_id}-s-0"]
+
+    sched.enforce_fail_fast(app_id)  # synchronous: nothing runs once it returns
+    assert _running(app_id) == []
+    desc = sched.describe(app_id)
+    assert desc.state == AppState.FAILED
+    assert all(is_terminal(r.state) for rs in desc.roles_statuses for r in rs.replicas)
+    sched.enforce_fail_fast(app_id)  # idempotent
+
+
+@pytest.mark.docker
+def test_enforce_fail_fast_leaves_an_app_without_failures_alone(sched: Any) -> None:
+    app_id = _run(sched, AppDef("healthy", roles=[_sh("s", _SLEEPER, num_replicas=2)]))
+    _wait(sched, app_id, lambda s: s == AppState.RUNNING)
+    sched.enforce_fail_fast(app_id)
+    assert sched.describe(app_id).state == AppState.RUNNING
+    assert _running(app_id) == [f"{app_id}-s-0", f"{app_id}-s-1"]
+
+
+@pytest.mark.docker
+def test_runner_wait_returning_failed_leaves_no_replica_running() -> None:
+    from torchx.runner import get_runner
+
+    app = AppDef("waitff", roles=[_sh("s", _SLEEPER, num_replicas=2), _sh("f", "sleep 1; exit 3")])
+    with get_runner() as runner:
+        handle = runner.run(app, "local_docker")
+        app_id = handle.rsplit("/", 1)[1]
+        try:
+            status = runner.wait(handle, wait_interval=5)
+            assert status is not None and status.state == AppState.FAILED
+            assert _running(app_id) == []
+        finally:
+            runner.delete(handle)
