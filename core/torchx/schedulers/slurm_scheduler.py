@@ -194,11 +194,20 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[SlurmOpts]):
         return describe(app_id, done)
 
     def list(self, cfg: Optional[Mapping[str, CfgVal]] = None) -> builtins.list[ListAppResponse]:
-        """This user's jobs of the last two weeks (``sacct``; ``squeue`` without accounting)."""
+        """This user's jobs of the last two weeks: ``sacct``'s, updated by ``squeue``'s.
+
+        ``squeue`` is fresher (``sacct`` learns of a job's end a moment later) and stands in
+        for ``sacct`` on a cluster without accounting.
+        """
+        apps: dict[str, ListAppResponse] = {}
         try:
-            return list_from_sacct(self._client.sacct_list(DAYS_IN_2_WEEKS), self.session_name)
-        except SlurmCommandError:
-            return list_from_squeue(self._client.squeue_jobs(), self.session_name)
+            for app in list_from_sacct(self._client.sacct_list(DAYS_IN_2_WEEKS), self.session_name):
+                apps[app.app_id] = app
+        except SlurmCommandError as e:
+            logger.info("sacct failed (%s): listing the jobs squeue knows only", e)
+        for app in list_from_squeue(self._client.squeue_jobs(), self.session_name):
+            apps[app.app_id] = app
+        return sorted(apps.values(), key=lambda a: int(a.app_id))
 
     def wait_for_change(self, app_id: str, timeout: float) -> None:
         """Returns once ``squeue`` shows the job differently than at the last ``describe``."""
