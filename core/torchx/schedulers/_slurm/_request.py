@@ -10,13 +10,14 @@ a replica that fails stops the others (fail-fast, done by Slurm). Retries requeu
 from __future__ import annotations
 
 import shlex
+import string
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Optional
 
 from torchx.schedulers._slurm._opts import SlurmOpts
-from torchx.specs.api import NULL_RESOURCE, AppDef, RetryPolicy, Role, macros
+from torchx.specs.api import NULL_RESOURCE, AppDef, Resource, RetryPolicy, Role, macros
 
 __all__ = [
     "RANK0_ENV",
@@ -40,8 +41,39 @@ def _with_job_id(arg: str) -> str:
     return '"$SLURM_JOB_ID"'.join(shlex.quote(p) if p else "" for p in arg.split(macros.app_id))
 
 
+def _substitute(text: str, values: Mapping[str, str]) -> str:
+    """What ``macros.Values.substitute`` does, without its per-call ``asdict``."""
+    return string.Template(text).safe_substitute(values) if "$" in text else text
+
+
 def _opts_to_strs(opts: Mapping[str, Optional[str]]) -> list[str]:
     return [f"--{k}" if v is None else f"--{k}={v}" for k, v in opts.items()]
+
+
+def _sbatch_opts(
+    resource: Resource, cfg: SlurmOpts, nomem: bool, gpus_per_node: bool
+) -> dict[str, Optional[str]]:
+    """The ``#SBATCH`` options of one component (the same for every replica of a role)."""
+    sbatch_opts: dict[str, Optional[str]] = {"requeue": None}
+    for key in ("partition", "time", "constraint", "qos"):
+        value = getattr(cfg, key)
+        if value is not None:
+            sbatch_opts[key] = str(value)
+    sbatch_opts["ntasks-per-node"] = "1"
+    if cfg.exclusive:
+        sbatch_opts["exclusive"] = None
+    if resource != NULL_RESOURCE:
+        if resource.cpu > 0:
+            sbatch_opts["cpus-per-task"] = str(resource.cpu)
+        if not nomem and resource.memMB > 0:
+            sbatch_opts["mem"] = str(resource.memMB)
+        if resource.gpu > 0:
+            if gpus_per_node:
+                sbatch_opts["gpus-per-node"] = str(resource.gpu)
+            else:
+                sbatch_opts["gpus-per-task"] = str(resource.gpu)
+                sbatch_opts["ntasks"] = "1"
+    return sbatch_opts
 
 
 @dataclass
@@ -73,26 +105,20 @@ class SlurmReplicaRequest:
             nomem: do not request memory.
             gpus_per_node: ``--gpus-per-node`` (else ``--gpus-per-task`` with ``--ntasks=1``).
         """
-        sbatch_opts: dict[str, Optional[str]] = {"requeue": None}
-        for key in ("partition", "time", "constraint", "qos"):
-            value = getattr(cfg, key)
-            if value is not None:
-                sbatch_opts[key] = str(value)
-        sbatch_opts["ntasks-per-node"] = "1"
-        if cfg.exclusive:
-            sbatch_opts["exclusive"] = None
-        resource = role.resource
-        if resource != NULL_RESOURCE:
-            if resource.cpu > 0:
-                sbatch_opts["cpus-per-task"] = str(resource.cpu)
-            if not nomem and resource.memMB > 0:
-                sbatch_opts["mem"] = str(resource.memMB)
-            if resource.gpu > 0:
-                if gpus_per_node:
-                    sbatch_opts["gpus-per-node"] = str(resource.gpu)
-                else:
-                    sbatch_opts["gpus-per-task"] = str(resource.gpu)
-                    sbatch_opts["ntasks"] = "1"
+        return cls._make(
+            name, role.entrypoint, list(role.args), dict(role.env),
+            _sbatch_opts(role.resource, cfg, nomem, gpus_per_node),
+        )  # fmt: skip
+
+    @classmethod
+    def _make(
+        cls,
+        name: str,
+        entrypoint: str,
+        args: list[str],
+        env: dict[str, str],
+        sbatch_opts: dict[str, Optional[str]],
+    ) -> SlurmReplicaRequest:
         srun_opts = {
             "output": log_file_name(macros.app_id, name, "out"),
             "error": log_file_name(macros.app_id, name, "err"),
@@ -101,11 +127,11 @@ class SlurmReplicaRequest:
         }
         return cls(
             name=name,
-            entrypoint=role.entrypoint,
-            args=list(role.args),
+            entrypoint=entrypoint,
+            args=args,
             srun_opts=srun_opts,
             sbatch_opts=sbatch_opts,
-            env=dict(role.env),
+            env=env,
         )
 
     def materialize(self) -> tuple[list[str], list[str]]:
@@ -208,16 +234,21 @@ def build_request(
     """
     replicas: dict[str, SlurmReplicaRequest] = {}
     for role in app.roles:
+        opts = _sbatch_opts(role.resource, cfg, nomem or cfg.nomem, gpus_per_node)
         for replica_id in range(role.num_replicas):
             values = macros.Values(
                 img_root=role.image,
                 app_id=macros.app_id,
                 replica_id=str(replica_id),
                 rank0_env=RANK0_ENV,
-            )
+            ).to_dict()
             name = f"{role.name}-{replica_id}"
-            replicas[name] = SlurmReplicaRequest.from_role(
-                name, values.apply(role), cfg, nomem=nomem or cfg.nomem, gpus_per_node=gpus_per_node
+            replicas[name] = SlurmReplicaRequest._make(
+                name,
+                role.entrypoint,
+                [_substitute(a, values) for a in role.args],
+                {k: _substitute(v, values) for k, v in role.env.items()},
+                dict(opts),
             )
     if not replicas:
         raise ValueError(f"app `{app.name}` has no replica to run; give a role num_replicas >= 1")
