@@ -231,7 +231,7 @@ class PlainOps:
             stream.close()
 
     def describe(self, namespace: str, name: str) -> Optional[DescribeAppResponse]:
-        """Describe the app; a read: a FAILED app's others run on until :meth:`enforce_fail_fast`.
+        """Describe the app; a read only (:meth:`enforce_fail_fast` stops a failed app's peers).
 
         Returns:
             The response (app id ``{namespace}:{name}``), or None when no Job of it exists.

@@ -146,6 +146,32 @@ def test_failed_replica_fails_app_and_enforce_fail_fast_stops_the_others(
     wait_until("the app's objects to go", lambda: not leftovers(client, ns, app_name(app_id)))
 
 
+def test_runner_wait_returning_failed_stops_the_other_replicas(client: Any, ns: str) -> None:
+    from torchx.runner import get_runner
+
+    script = f'if [ "${{replica_id}}" = 1 ]; then sleep 2; exit 3; fi; {SLEEP}'
+    with get_runner() as runner:
+        handle = runner.run(sh_app("waitff", script, replicas=2), "kubernetes", cfg(ns))
+        name = app_name(handle.rsplit("/", 1)[1])
+        try:
+            status = runner.wait(handle, wait_interval=5)
+            assert status is not None and status.state == AppState.FAILED
+            replicas = {r.id: r.state for r in status.roles[0].replicas}
+            assert replicas[1] == AppState.FAILED
+            # wait stopped replica 0 before returning; Kubernetes then deletes its pod
+            stopped = runner.status(handle)
+            assert stopped is not None
+            assert {r.id: r.state for r in stopped.roles[0].replicas}[0] == AppState.CANCELLED
+            wait_until(
+                "replica 0's pod to go",
+                lambda: (
+                    not [p for p in leftovers(client, ns, name).get("pods", []) if "-main-0-" in p]
+                ),
+            )
+        finally:
+            runner.delete(handle)
+
+
 def test_enforce_fail_fast_leaves_an_app_that_did_not_fail_alone(sched: Any, ns: str) -> None:
     app_id = sched.submit(sh_app("healthy", f"echo up; {SLEEP}", replicas=2), cfg(ns))
 
