@@ -256,6 +256,8 @@ class SchedulerTestSuite:
         app_id = self.submit("fail")
         desc = self.wait_terminal(app_id)
         assert desc.state == AppState.FAILED
+        # describe is a read; fail-fast is this explicit step (what Runner.wait calls)
+        self.scheduler.enforce_fail_fast(app_id)
         desc = self.wait_until(
             app_id,
             lambda d: all(is_terminal(r.state) for rs in d.roles_statuses for r in rs.replicas),
