@@ -26,7 +26,7 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any, Optional
 
-from torchx.specs.api import AppDef, AppStatus
+from torchx.specs.api import AppDef, AppState, AppStatus
 
 __all__ = ["ComponentTestCase"]
 
@@ -112,4 +112,6 @@ class ComponentTestCase(unittest.TestCase):
                     break
                 runner.wait_for_change(handle, min(interval, remaining))
                 status = runner.status(handle)
+            if status is not None and status.state == AppState.FAILED:
+                runner.enforce_fail_fast(handle)  # stop the other replicas of a failed app
             return status
