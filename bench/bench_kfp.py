@@ -58,7 +58,7 @@ def hand_made_equivalent(i: int) -> Any:
     """A hand-made component with what container_from_app adds: run-id outputs, parent input."""
     from kfp import dsl
 
-    from torchx_kfp._spec import WRAPPER
+    from torchx_kfp._compile.spec import WRAPPER
 
     def step(parent_run_id: str, app_id: dsl.OutputPath(str), tracker_run_id: dsl.OutputPath(str)):  # type: ignore[no-untyped-def,valid-type]
         job = f"TORCHX_JOB_ID=kfp://{dsl.PIPELINE_JOB_ID_PLACEHOLDER}/s{i}-{dsl.PIPELINE_TASK_ID_PLACEHOLDER}"

@@ -14,9 +14,9 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from torchx_kfp._compile.task_settings import ACCELERATOR_TYPE
+    from torchx_kfp._compile.workflow import pipeline_from_workflow
     from torchx_kfp._errors import TorchXKfpAppError
-    from torchx_kfp._task import ACCELERATOR_TYPE
-    from torchx_kfp._workflow import pipeline_from_workflow
     from torchx_kfp.component import TorchXComponent, component_from_app, container_from_app
     from torchx_kfp.launcher import launcher_component, launcher_from_app
 
@@ -32,14 +32,14 @@ __all__ = [
 ]
 
 _LAZY = {
-    "ACCELERATOR_TYPE": "torchx_kfp._task",
+    "ACCELERATOR_TYPE": "torchx_kfp._compile.task_settings",
     "TorchXComponent": "torchx_kfp.component",
     "TorchXKfpAppError": "torchx_kfp._errors",
     "component_from_app": "torchx_kfp.component",
     "container_from_app": "torchx_kfp.component",
     "launcher_component": "torchx_kfp.launcher",
     "launcher_from_app": "torchx_kfp.launcher",
-    "pipeline_from_workflow": "torchx_kfp._workflow",
+    "pipeline_from_workflow": "torchx_kfp._compile.workflow",
 }
 
 

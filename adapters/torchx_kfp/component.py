@@ -28,8 +28,8 @@ if TYPE_CHECKING:
     from kfp.dsl.pipeline_task import PipelineTask
 
     from torchx.specs.api import AppDef
-    from torchx_kfp._params import ComponentInput
-    from torchx_kfp._task import TaskSettings
+    from torchx_kfp._compile.params import ComponentInput
+    from torchx_kfp._compile.task_settings import TaskSettings
 
 __all__ = ["AppOrComponent", "TorchXComponent", "component_from_app", "container_from_app"]
 
@@ -60,7 +60,7 @@ class TorchXComponent(BaseComponent):
         settings: TaskSettings,
         channels: Optional[Mapping[str, PipelineChannel]] = None,
     ) -> None:
-        from torchx_kfp._structures import component_spec
+        from torchx_kfp._compile.structures import component_spec
 
         super().__init__(component_spec=component_spec(spec, settings))
         self.spec = dict(spec)
@@ -72,7 +72,7 @@ class TorchXComponent(BaseComponent):
     @property
     def component_yaml(self) -> str:
         """The component as KFP (v1-style) component YAML, e.g. to save and share it."""
-        from torchx_kfp._spec import yaml_text
+        from torchx_kfp._compile.spec import yaml_text
 
         return yaml_text(self.spec)
 
@@ -103,7 +103,7 @@ def _channel_args(
 
     from kfp.dsl.pipeline_channel import extract_pipeline_channels_from_any
 
-    from torchx_kfp._params import ComponentInput, probe_token
+    from torchx_kfp._compile.params import ComponentInput, probe_token
 
     out, found, channels = [], [], {}
     for arg in args:
@@ -131,7 +131,7 @@ def resolve_app(
     f-strings of them) inside ``component_args``.
     """
     from torchx.specs.api import AppDef
-    from torchx_kfp._params import component_with_inputs
+    from torchx_kfp._compile.params import component_with_inputs
 
     if isinstance(app, AppDef):
         if component_args or inputs:
@@ -227,10 +227,10 @@ def component_from_app(
         ValueError: the app needs more than one KFP task (several roles or replicas, ports,
             devices, bind or device mounts, ...): use :func:`torchx_kfp.launcher_from_app`.
     """
-    from torchx_kfp._checks import check_single_task
-    from torchx_kfp._macros import substitute_macros
-    from torchx_kfp._spec import component_yaml
-    from torchx_kfp._task import task_settings
+    from torchx_kfp._compile.checks import check_single_task
+    from torchx_kfp._compile.macros import substitute_macros
+    from torchx_kfp._compile.spec import component_yaml
+    from torchx_kfp._compile.task_settings import task_settings
 
     resolved, found, channels = resolve_app(app, component_args, inputs)
     resolved = _override(resolved, image, resource, max_retries)
@@ -288,7 +288,7 @@ def container_from_app(app: AppOrComponent, *args: Any, **kwargs: Any) -> Pipeli
     channels = {k: v for k, v in env.items() if isinstance(v, PipelineChannel)}
     static = {k: str(v) for k, v in env.items() if k not in channels}
     component = component_from_app(app, env=static, env_inputs=sorted(channels), **options)
-    from torchx_kfp._spec import env_input_name
+    from torchx_kfp._compile.spec import env_input_name
 
     kwargs.update({env_input_name(k): v for k, v in channels.items()})
     return component(*args, **kwargs)

@@ -48,7 +48,7 @@ def launcher_component(
     """
     from kfp import dsl
 
-    from torchx_kfp._launcher_fn import torchx_launch
+    from torchx_kfp._in_task.launcher_fn import torchx_launch
 
     return dsl.component(
         torchx_launch,

@@ -232,7 +232,7 @@ def test_kfp_compiled_ir(setup: dict[str, Any], tmp_path: Path) -> None:
     """Same tasks, order and parameters; container tasks carry the same resources, env and
     retries in the IR, launcher tasks the same step definitions."""
     from torchx.workflow import load_pipeline
-    from torchx_kfp._workflow_run import pipeline_from_json
+    from torchx_kfp._in_task.workflow_run import pipeline_from_json
 
     ir = _kfp_ir(setup, tmp_path)
     tasks = ir["root"]["dag"]["tasks"]

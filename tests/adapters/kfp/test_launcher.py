@@ -18,7 +18,7 @@ from kfp import dsl
 import torchx.specs as specs
 from torchx_kfp import TorchXKfpAppError, launcher_from_app
 from torchx_kfp._appjson import app_from_json, app_to_json
-from torchx_kfp._launch import launch
+from torchx_kfp._in_task.launch import launch
 
 
 def _spec(component: str = "", args: list[str] | None = None, app: str = "") -> dict[str, object]:
@@ -156,7 +156,7 @@ def test_sigterm_cancels_the_app(tmp_path: Path) -> None:
     )
     code = (
         "import json, sys\n"
-        "from torchx_kfp._launch import launch\n"
+        "from torchx_kfp._in_task.launch import launch\n"
         "launch(json.loads(sys.argv[1]), {}, {}, 'local_cwd', wait_interval=0.2)\n"
     )
     proc = subprocess.Popen(

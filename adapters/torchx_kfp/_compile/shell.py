@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from torchx.specs.api import Role
-    from torchx_kfp._params import ComponentInput
+    from torchx_kfp._compile.params import ComponentInput
 
 __all__ = ["SHELLS", "input_var", "rewrite_shell_script", "shell_script_indices"]
 

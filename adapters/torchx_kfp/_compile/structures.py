@@ -1,4 +1,4 @@
-"""The component dict of :mod:`torchx_kfp._spec` -> a KFP v2 ``ComponentSpec``, directly.
+"""The component dict of :mod:`torchx_kfp._compile.spec` -> a KFP v2 ``ComponentSpec``, directly.
 
 Building the spec objects instead of dumping and re-parsing YAML keeps compiling a
 pipeline of TorchX steps about as fast as one of hand-made container components; the
@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from torchx_kfp._task import TaskSettings
+    from torchx_kfp._compile.task_settings import TaskSettings
 
 __all__ = ["component_spec"]
 

@@ -12,12 +12,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from torchx_kfp._macros import has_placeholder, job_id_expr, to_placeholders
+from torchx_kfp._compile.macros import has_placeholder, job_id_expr, to_placeholders
 
 if TYPE_CHECKING:
     from torchx.specs.api import AppDef, Role
-    from torchx_kfp._macros import Element
-    from torchx_kfp._params import ComponentInput
+    from torchx_kfp._compile.macros import Element
+    from torchx_kfp._compile.params import ComponentInput
 
 __all__ = ["OUTPUTS", "PARENT_INPUT", "WRAPPER", "component_yaml", "env_input_name"]
 
@@ -76,7 +76,7 @@ def _split_env(
 
 
 def _args(role: Role, inputs: Sequence[ComponentInput]) -> tuple[list[Element], list[Element]]:
-    from torchx_kfp._shell import input_var, rewrite_shell_script, shell_script_indices
+    from torchx_kfp._compile.shell import input_var, rewrite_shell_script, shell_script_indices
 
     scripts = shell_script_indices(role)
     args: list[Element] = []

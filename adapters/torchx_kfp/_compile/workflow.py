@@ -74,7 +74,7 @@ def _channel_renderer(
 def _single_task(pipeline: Pipeline, name: str) -> bool:
     """Whether one KFP container task can run the step (the KFP adapter's rules)."""
     from torchx.workflow.plan import ValueRenderer, build_step, has_refs
-    from torchx_kfp._checks import check_single_task
+    from torchx_kfp._compile.checks import check_single_task
 
     step = pipeline.effective(name)
     if any(has_refs(getattr(step, field)) for field in ("resource", "image", "cfg")):
@@ -190,7 +190,7 @@ def pipeline_from_workflow(
     from kfp import dsl
 
     from torchx.workflow.plan import dependencies, order
-    from torchx_kfp._workflow_run import pipeline_to_json
+    from torchx_kfp._in_task.workflow_run import pipeline_to_json
     from torchx_kfp.launcher import DEFAULT_LAUNCHER_IMAGE
 
     if mode not in ("auto", "launcher", "container"):
@@ -238,6 +238,6 @@ def pipeline_from_workflow(
 
 
 def _step_function() -> Callable[..., Any]:
-    from torchx_kfp._workflow_step import torchx_workflow_step
+    from torchx_kfp._in_task.workflow_step import torchx_workflow_step
 
     return torchx_workflow_step

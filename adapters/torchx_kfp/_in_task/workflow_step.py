@@ -27,7 +27,7 @@ def torchx_workflow_step(
     """
     from collections import namedtuple
 
-    from torchx_kfp._workflow_run import run_step
+    from torchx_kfp._in_task.workflow_run import run_step
 
     handle = run_step(pipeline, step, params, upstream, env)
     outputs = namedtuple("outputs", ["app_handle", "app_id", "tracker_run_id"])

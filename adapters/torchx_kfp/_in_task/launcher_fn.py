@@ -37,7 +37,7 @@ def torchx_launch(
     """
     from collections import namedtuple
 
-    from torchx_kfp._launch import launch
+    from torchx_kfp._in_task.launch import launch
 
     spec = {"component": component, "args": args, "app": app, "overrides": overrides}
     handle = launch(spec, params, env, scheduler, scheduler_cfg, parent_run_id)

@@ -1,9 +1,9 @@
-"""What a pipeline step's launcher task does at run time (see :mod:`torchx_kfp._workflow`).
+"""What a pipeline step's launcher task does at run time (see :mod:`torchx_kfp._compile.workflow`).
 
 It rebuilds the pipeline from JSON, renders the step with the run's parameters and the
 upstream steps' outputs (the same rendering ``torchx pipeline run`` does), builds the
 AppDef through ``torchx.runner.launch`` and submits it with the KFP adapter's launcher
-(:func:`torchx_kfp._launch.launch`: log streaming, cancel on SIGTERM, structured errors).
+(:func:`torchx_kfp._in_task.launch.launch`: log streaming, cancel on SIGTERM, structured errors).
 """
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ def run_step(
     from torchx.workflow.executor import resolve_params
     from torchx.workflow.plan import ValueRenderer, build_step
     from torchx_kfp._appjson import app_to_json
-    from torchx_kfp._launch import launch
+    from torchx_kfp._in_task.launch import launch
 
     pipeline = pipeline_from_json(pipeline_json)
     values = resolve_params(pipeline, params)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Union
 
 if TYPE_CHECKING:
     from torchx.specs.api import AppDef, Role
-    from torchx_kfp._params import ComponentInput
+    from torchx_kfp._compile.params import ComponentInput
 
 __all__ = [
     "KFP_SCHEDULER",

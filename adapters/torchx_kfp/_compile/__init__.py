@@ -1,0 +1,1 @@
+"""What runs where the pipeline is compiled: AppDef -> KFP component spec, tasks, pipelines."""
