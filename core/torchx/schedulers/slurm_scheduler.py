@@ -173,7 +173,12 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[SlurmOpts]):
     # -- queries ---------------------------------------------------------------------------
 
     def _squeue(self, app_id: str) -> list[Component]:
-        return components_from_squeue(self._client.squeue_jobs(), app_id)
+        """The job's components as ``squeue`` shows them ([] when squeue fails: use sacct)."""
+        try:
+            return components_from_squeue(self._client.squeue_jobs(), app_id)
+        except SlurmCommandError as e:
+            logger.info("squeue failed (%s): describing %s from sacct", e, app_id)
+            return []
 
     def describe(self, app_id: str) -> Optional[DescribeAppResponse]:
         """Describes the job from ``squeue``, then ``sacct``; None if Slurm does not know it.

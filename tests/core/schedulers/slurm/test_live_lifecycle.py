@@ -108,3 +108,25 @@ def test_a_failing_replica_fails_the_app_and_stops_the_others(tmp_path: Path) ->
         assert list(sched.log_iter(app_id, "bad", 0)) == ["dying\n"]
     finally:
         sched.delete(app_id)
+
+
+def test_workspace_is_copied_into_job_dir_and_the_job_runs_there(tmp_path: Path) -> None:
+    from _support import run_torchx
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "data.txt").write_text("from the workspace\n")
+    (ws / "secret.txt").write_text("not copied\n")
+    (ws / ".torchxignore").write_text("secret.txt\n")
+    job_dir = tmp_path / "job"
+    run = run_torchx(
+        "run", "-s", "slurm", "--wait", "--workspace", str(ws), "-cfg", f"job_dir={job_dir}",
+        "utils.sh", "cat", "data.txt",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    handle = run.stdout.strip().splitlines()[0]
+    assert (job_dir / "data.txt").is_file() and not (job_dir / "secret.txt").exists()
+    assert run_torchx("log", handle).stdout.strip().endswith("from the workspace"), handle
+    assert run_torchx("run", "-s", "slurm", "-cfg", f"job_dir={job_dir}", "--workspace",
+                      str(ws), "utils.sh", "true", cwd=tmp_path).returncode != 0  # fmt: skip
