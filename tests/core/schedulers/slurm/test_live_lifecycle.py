@@ -130,3 +130,32 @@ def test_workspace_is_copied_into_job_dir_and_the_job_runs_there(tmp_path: Path)
     assert run_torchx("log", handle).stdout.strip().endswith("from the workspace"), handle
     assert run_torchx("run", "-s", "slurm", "-cfg", f"job_dir={job_dir}", "--workspace",
                       str(ws), "utils.sh", "true", cwd=tmp_path).returncode != 0  # fmt: skip
+
+
+def test_a_waiting_app_says_why_in_its_status(tmp_path: Path) -> None:
+    from _support import run_torchx
+
+    marker = f"txf-{uuid.uuid4().hex}"
+    sched = create_scheduler("test")
+    blocker = AppDef("blocker", roles=[sleeper("a", marker), sleeper("b", marker)])
+    cfg = {"job_dir": str(tmp_path / "job"), "exclusive": True}  # both nodes, whole
+    first = sched.submit(blocker, cfg)
+    second = ""
+    try:
+        assert wait(sched, first, "running") == AppState.RUNNING
+        second = sched.submit(AppDef("waiting", roles=[sleeper("c", marker)]), cfg)
+        desc = sched.describe(second)
+        assert desc is not None and desc.state == AppState.PENDING
+        deadline = time.monotonic() + 30
+        while "(None)" in desc.msg and time.monotonic() < deadline:  # not evaluated yet
+            time.sleep(0.5)
+            desc = sched.describe(second)
+            assert desc is not None
+        assert desc.msg.startswith("PENDING (Resources): waiting for resources"), desc.msg
+        status = run_torchx("status", f"slurm://test/{second}").stdout
+        assert "PENDING (Resources)" in status, status
+    finally:
+        for app_id in (second, first):
+            if app_id:
+                sched.delete(app_id)
+    assert wait_gone(marker) == []
