@@ -17,6 +17,7 @@ def failure_message(
     tails: Optional[dict[str, list[str]]] = None,
     *,
     deadline_expired: bool = False,
+    startup_reason: str = "",
 ) -> str:
     """Returns the text an app that did not succeed is reported with.
 
@@ -29,11 +30,14 @@ def failure_message(
         status: its last status (None: the app no longer exists).
         tails: ``{"role/replica": last lines}`` of the failed replicas.
         deadline_expired: the app was still running at its deadline.
+        startup_reason: why the app did not start in time (its startup timeout passed).
     """
-    why = _why(status, deadline_expired)
+    why = _why(status, deadline_expired, startup_reason)
     if status is None:
         return f"TorchX app {app_handle} {why}"
-    if deadline_expired and not status.is_terminal():
+    if startup_reason and not status.is_terminal():
+        head = f"TorchX app {app_handle} {startup_reason} (kept running)"
+    elif deadline_expired and not status.is_terminal():
         head = f"TorchX app {app_handle} is still {status.state.name} at its deadline"
         head = f"{head} (kept running)"
     else:
@@ -47,10 +51,12 @@ def failure_message(
     return "\n".join(parts)
 
 
-def _why(status: Optional[AppStatus], deadline_expired: bool) -> str:
+def _why(status: Optional[AppStatus], deadline_expired: bool, startup_reason: str = "") -> str:
     """One line saying why the app did not succeed ("" when there is nothing to say)."""
     if status is None:
         return "no longer exists (purged by its scheduler?)"
+    if startup_reason:
+        return startup_reason + ("" if status.is_terminal() else " (kept running)")
     if deadline_expired:
         return "its deadline passed" + ("" if status.is_terminal() else " (kept running)")
     return status.error_summary() or (status.msg or "").strip()
@@ -67,7 +73,10 @@ class FollowResult:
         tails: ``{"role/replica": last log lines}`` of each FAILED replica (of every known
             replica when the app FAILED without per-replica states).
         deadline_expired: the deadline passed before the app ended.
-        cancelled: the follow layer cancelled the app (at the deadline).
+        cancelled: the follow layer cancelled the app (at the deadline or startup timeout).
+        startup_reason: set when the startup timeout passed: why the app did not start,
+            with the scheduler's reason (``did not start within 60s (PENDING: worker[0]
+            waiting: ImagePullBackOff: ...)``); ``""`` otherwise.
     """
 
     app_handle: AppHandle
@@ -75,6 +84,12 @@ class FollowResult:
     tails: dict[str, list[str]] = dataclasses.field(default_factory=dict)
     deadline_expired: bool = False
     cancelled: bool = False
+    startup_reason: str = ""
+
+    @property
+    def startup_expired(self) -> bool:
+        """Whether the startup timeout passed before the app started."""
+        return bool(self.startup_reason)
 
     @property
     def state(self) -> str:
@@ -91,16 +106,21 @@ class FollowResult:
         """Why the app did not succeed, in a few words (``""`` when it did).
 
         The structured error's summary line, else the status message, else the state name;
-        ``its deadline passed`` for an app the deadline stopped.
+        ``its deadline passed`` for an app the deadline stopped, :attr:`startup_reason` for
+        one that did not start in time.
         """
         if self.succeeded:
             return ""
-        return _why(self.status, self.deadline_expired) or self.state
+        return _why(self.status, self.deadline_expired, self.startup_reason) or self.state
 
     def failure_message(self) -> str:
         """The full :func:`failure_message` (``""`` when the app succeeded)."""
         if self.succeeded:
             return ""
         return failure_message(
-            self.app_handle, self.status, self.tails, deadline_expired=self.deadline_expired
+            self.app_handle,
+            self.status,
+            self.tails,
+            deadline_expired=self.deadline_expired,
+            startup_reason=self.startup_reason,
         )

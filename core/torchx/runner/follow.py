@@ -11,6 +11,12 @@ The one follow layer the CLI-side executor and every adapter share, after
   ``Runner.enforce_fail_fast`` (its other replicas are stopped);
 - **deadline**: ``timeout`` seconds or an absolute ``time.monotonic()`` ``deadline``; when it
   passes the app is cancelled (unless ``cancel_at_deadline=False``) and the result says so;
+- **startup timeout**: ``startup_timeout`` seconds the app may take to start (from the start of
+  the follow); an app still not started then is cancelled like at a deadline, and the result
+  says why with the scheduler's reason (``AppStatus.msg``: e.g. a Kubernetes pod's
+  ``ImagePullBackOff`` or ``0/1 nodes are available: 1 Insufficient cpu.``). Started means
+  RUNNING with no replica still PENDING/SUBMITTED (or ended); a replica that restarts later
+  does not count;
 - **cancel on failure**: an exception or interruption while following (``KeyboardInterrupt``,
   ``SystemExit`` from a signal handler, an error raised by ``on_log``) cancels the app, then
   propagates (``cancel_on_failure=False`` keeps the app running);
@@ -74,7 +80,10 @@ class Follower:
         log_tail: how many last lines of each failed replica to keep (0: none).
         timeout: seconds from now after which the deadline passes.
         deadline: an absolute ``time.monotonic()`` deadline (the earlier of the two wins).
-        cancel_at_deadline: cancel the app when the deadline passes (else keep it running).
+        startup_timeout: seconds from now by which the app must have started (see the
+            module docstring); None: no limit.
+        cancel_at_deadline: cancel the app when the deadline or the startup timeout passes
+            (else keep it running).
         cancel_on_failure: cancel the app when an exception leaves the ``with`` block (or
             :func:`follow`), then let it propagate.
         wait_interval: the longest time between two status checks, in seconds (also the
@@ -94,6 +103,7 @@ class Follower:
         log_tail: int = DEFAULT_LOG_TAIL,
         timeout: Optional[float] = None,
         deadline: Optional[float] = None,
+        startup_timeout: Optional[float] = None,
         cancel_at_deadline: bool = True,
         cancel_on_failure: bool = True,
         wait_interval: float = 5.0,
@@ -101,6 +111,8 @@ class Follower:
     ) -> None:
         if wait_interval <= 0:
             raise ValueError(f"`wait_interval` must be > 0 seconds, got {wait_interval}")
+        if startup_timeout is not None and startup_timeout < 0:
+            raise ValueError(f"`startup_timeout` must be >= 0 seconds, got {startup_timeout}")
         self.runner = runner
         self.app_handle = app_handle
         self._on_log = on_log
@@ -109,6 +121,9 @@ class Follower:
         self._prefix = log_prefix
         self._tail = max(0, log_tail)
         self._deadline = _earliest(deadline, timeout)
+        self._startup_timeout = startup_timeout
+        self._startup_deadline = _earliest(None, startup_timeout)
+        self._startup_reason = ""
         self._cancel_at_deadline = cancel_at_deadline
         self.cancel_on_failure = cancel_on_failure
         self._interval = wait_interval
@@ -182,9 +197,13 @@ class Follower:
             if self._deadline is not None and now >= self._deadline:
                 self._expire()
                 break
+            if self._startup_expired(status, now):
+                self._expire(_not_started(status, self._startup_timeout))
+                break
             if until is not None and now >= until:
                 return False
-            limit = min(t for t in (until, self._deadline, now + self._interval) if t is not None)
+            ends = (until, self._deadline, self._startup_deadline, now + self._interval)
+            limit = min(t for t in ends if t is not None)
             self.runner.wait_for_change(self.app_handle, max(0.0, limit - now))
         return True
 
@@ -198,8 +217,9 @@ class Follower:
             self.app_handle,
             self._status,
             self._tails(),
-            deadline_expired=self._expired,
+            deadline_expired=self._expired and not self._startup_reason,
             cancelled=self._cancelled,
+            startup_reason=self._startup_reason,
         )
 
     # ------------------------------------------------------------------ internals
@@ -209,13 +229,28 @@ class Follower:
         if error is not None:
             raise error
 
-    def _expire(self) -> None:
-        """The deadline passed: cancel the app (unless kept) and wait for it to stop."""
+    def _startup_expired(self, status: AppStatus, now: float) -> bool:
+        """Whether the startup timeout passed with the app not started (disarmed once started)."""
+        if self._startup_deadline is None:
+            return False
+        if _started(status):
+            self._startup_deadline = None
+            return False
+        return now >= self._startup_deadline and _starting(status)
+
+    def _expire(self, startup_reason: str = "") -> None:
+        """A deadline passed: cancel the app (unless kept) and wait for it to stop.
+
+        Args:
+            startup_reason: why the app is not started ("" for the overall deadline).
+        """
         self._expired = True
         self._ended = True
+        self._startup_reason = startup_reason
         if not self._cancel_at_deadline:
             return
-        logger.info("deadline passed: cancelling TorchX app %s", self.app_handle)
+        which = "startup timeout" if startup_reason else "deadline"
+        logger.info("%s passed: cancelling TorchX app %s", which, self.app_handle)
         self.runner.cancel(self.app_handle)
         self._cancelled = True
         stop = time.monotonic() + _CANCEL_WAIT
@@ -275,6 +310,7 @@ def follow(
     log_tail: int = DEFAULT_LOG_TAIL,
     timeout: Optional[float] = None,
     deadline: Optional[float] = None,
+    startup_timeout: Optional[float] = None,
     cancel_at_deadline: bool = True,
     cancel_on_failure: bool = True,
     wait_interval: float = 5.0,
@@ -298,6 +334,7 @@ def follow(
         log_tail=log_tail,
         timeout=timeout,
         deadline=deadline,
+        startup_timeout=startup_timeout,
         cancel_at_deadline=cancel_at_deadline,
         cancel_on_failure=cancel_on_failure,
         wait_interval=wait_interval,
@@ -309,3 +346,26 @@ def _earliest(deadline: Optional[float], timeout: Optional[float]) -> Optional[f
     if timeout is not None:
         deadline = min(d for d in (deadline, time.monotonic() + timeout) if d is not None)
     return deadline
+
+
+_NOT_STARTED = ("UNSUBMITTED", "SUBMITTED", "PENDING")
+
+
+def _starting(status: AppStatus) -> bool:
+    """The app (or one of its replicas, while the app RUNS) waits to start."""
+    if status.state.name in _NOT_STARTED:
+        return True
+    return status.state.name == "RUNNING" and any(
+        rep.state.name in _NOT_STARTED for rs in status.roles for rep in rs.replicas
+    )
+
+
+def _started(status: AppStatus) -> bool:
+    return status.state.name == "RUNNING" and not _starting(status)
+
+
+def _not_started(status: AppStatus, timeout: Optional[float]) -> str:
+    """``did not start within 30s (PENDING: <the scheduler's reason>)``."""
+    why = (status.msg or "").strip()
+    state = status.state.name
+    return f"did not start within {timeout:g}s ({state}{': ' + why if why else ''})"
