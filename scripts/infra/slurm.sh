@@ -12,10 +12,10 @@
 # $TORCHX_FLOW_CACHE/slurm; pid files, logs and sockets under $TORCHX_FLOW_RUN/slurm. Nothing goes to
 # /etc or the checkout. Ports (127.0.0.1 only): slurmctld 16817, slurmdbd 16819, MariaDB 16830,
 # slurmd 16821 + node index. The nodes are named by the host names that resolve to a loopback
-# address (the machine's own name, other /etc/hosts names of 127.x), so a job's node list is a host
-# name the replicas can reach: two nodes where there are two such names (Debian's Slurm runs several
-# slurmd on one host with `slurmd -N`), otherwise one. Each node offers 4 CPUs and 4 GiB
-# whatever the machine has (`SlurmdParameters=config_overrides`).
+# address (the machine's own name, other /etc/hosts names of 127.x, else 127.0.0.N), so a job's
+# node list is a host name the replicas can reach: two nodes (Debian's Slurm runs several slurmd on
+# one host with `slurmd -N`; each component of a heterogeneous job needs a node of its own). Each
+# node offers 4 CPUs and 4 GiB whatever the machine has (`SlurmdParameters=config_overrides`).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/common.sh"
@@ -31,11 +31,13 @@ NODE_CPUS=4
 NODE_MEM=4096
 export SLURM_CONF=$CONF
 
-# loopback_names: up to two host names, other than `localhost` (which Slurm replaces by the
-# machine's name), that resolve to 127.x: the machine's own name first, then /etc/hosts order.
-# The node names; none found: one node named `localhost`.
+# loopback_names: the node names: $TORCHX_FLOW_SLURM_NODES when set, else up to two host names
+# other than `localhost` (which Slurm replaces by the machine's name) that resolve to 127.x (the
+# machine's own name first, then /etc/hosts order), completed to two with loopback addresses
+# (127.0.0.2, ...), which are host names every replica can reach too.
 loopback_names() {
-  local names=() n addr
+  if [ -n "${TORCHX_FLOW_SLURM_NODES:-}" ]; then echo "$TORCHX_FLOW_SLURM_NODES"; return; fi
+  local names=() n addr i=2
   for n in "$(hostname -s 2>/dev/null || true)" $(awk '$1 ~ /^127\./ {for (i = 2; i <= NF; i++) print $i}' /etc/hosts 2>/dev/null); do
     [ -n "$n" ] && [ "$n" != localhost ] && [ ${#names[@]} -lt 2 ] || continue
     addr=$(getent ahostsv4 "$n" 2>/dev/null | awk 'NR==1{print $1}')
@@ -43,7 +45,7 @@ loopback_names() {
     case " ${names[*]:-} " in *" $n "*) continue ;; esac
     names+=("$n")
   done
-  [ ${#names[@]} -gt 0 ] || names=(localhost)
+  while [ ${#names[@]} -lt 2 ]; do names+=("127.0.0.$i"); i=$((i + 1)); done
   echo "${names[@]}"
 }
 
