@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any, Optional, TextIO
 
 from torchx.cli._errors import CliError
 from torchx.cli.cmd_base import SubCommand, unknown_app_error
+from torchx.util.colors import ENDC as ENDC
+from torchx.util.colors import GREEN as GREEN
 from torchx.util.log_tee_helpers import (
     _find_role_replicas,
     _print_log_lines,

@@ -27,6 +27,9 @@ from torchx.components.structured_arg import StructuredJArgument, StructuredName
 
 __all__ = ["ddp", "get_role_name", "parse_nnodes", "spmd"]
 
+# TorchX's name for the debug env vars that ``debug=True`` sets (CUDA_LAUNCH_BLOCKING, ...).
+_TORCH_DEBUG_FLAGS: dict[str, str] = _ddp.DEBUG_ENV
+
 
 def parse_nnodes(j: str) -> tuple[int, int, int, str]:
     """Parses ``-j`` (``[[MIN:]MAX x]NPROC``, e.g. ``1:2x4``, ``2x4`` or ``4``).

@@ -22,7 +22,8 @@ from torchx.plugins._fractionals import (
     halve_mem_down_to,
     powers_of_two_gpus,
 )
-from torchx.plugins._register import FRACTIONAL_TAG, NAME_TAG, register
+from torchx.plugins._register import register
+from torchx.plugins._registration import resource_tags
 from torchx.plugins._registry import PluginRegistry, registry
 from torchx.plugins._types import PluginInfo, PluginType, RegistrationError
 
@@ -42,13 +43,3 @@ __all__ = [
     "registry",
     "resource_tags",
 ]
-
-
-class resource_tags:
-    """The ``Resource.tags`` keys that :meth:`register.named_resource` factories set."""
-
-    RESOURCE_NAME: str = NAME_TAG
-    """The registered name that produced the resource."""
-
-    IS_FRACTIONAL: str = FRACTIONAL_TAG
-    """True when the resource is a fractional slice of a whole host."""

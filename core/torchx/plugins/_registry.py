@@ -7,6 +7,7 @@ type happens on the first ``get``/``info``/``load_errors`` of that type and is c
 
 from __future__ import annotations
 
+import enum
 import importlib
 import os
 import warnings
@@ -21,11 +22,31 @@ from torchx.plugins._register import PLUGIN_NAME_ATTR, PLUGIN_TYPE_ATTR
 from torchx.plugins._types import NAMESPACES, PluginInfo, PluginType, RegistrationError
 from torchx.util import entrypoints
 
-__all__ = ["ENV_TORCHX_PLUGINS_SOURCE", "PluginRegistry", "registry"]
+__all__ = [
+    "ENV_TORCHX_PLUGINS_SOURCE",
+    "NAMED_RESOURCES_ATTR",
+    "PluginRegistry",
+    "PluginSource",
+    "PluginType",
+    "RegistrationError",
+    "registry",
+]
 
 ENV_TORCHX_PLUGINS_SOURCE = "TORCHX_PLUGINS_SOURCE"
-_NAMESPACE_BIT = 1
-_ENTRY_POINT_BIT = 2
+NAMED_RESOURCES_ATTR = "NAMED_RESOURCES"
+"""The module attribute (a dict ``{name: factory}``) that holds a module's named resources."""
+
+
+class PluginSource(enum.IntFlag):
+    """The discovery channels, as the bits of ``TORCHX_PLUGINS_SOURCE``."""
+
+    NONE = 0
+    NAMESPACE_PKG = 1
+    ENTRYPOINT = 2
+
+
+_NAMESPACE_BIT = int(PluginSource.NAMESPACE_PKG)
+_ENTRY_POINT_BIT = int(PluginSource.ENTRYPOINT)
 
 Factory = Callable[..., Any]
 
@@ -119,7 +140,7 @@ def _collect(module: ModuleType, ptype: PluginType) -> list[tuple[str, Factory]]
     """The plugins ``module`` defines: marked callables (and its ``NAMED_RESOURCES``)."""
     found: list[tuple[str, Factory]] = []
     if ptype is PluginType.NAMED_RESOURCE:
-        table = vars(module).get("NAMED_RESOURCES")
+        table = vars(module).get(NAMED_RESOURCES_ATTR)
         if isinstance(table, dict):
             found += [(str(k), v) for k, v in table.items() if callable(v)]
     for attr, obj in list(vars(module).items()):
@@ -155,13 +176,16 @@ class PluginRegistry:
 
     Args:
         source: overrides ``TORCHX_PLUGINS_SOURCE`` (same 0-3 values).
+        plugin_sources: TorchX's keyword for ``source`` (a :class:`PluginSource`).
 
     Raises:
         ValueError: ``TORCHX_PLUGINS_SOURCE`` is not one of 0, 1, 2, 3.
     """
 
-    def __init__(self, source: int | None = None) -> None:
-        self._source = _read_source() if source is None else source
+    def __init__(self, source: int | None = None, *, plugin_sources: int | None = None) -> None:
+        if source is None:
+            source = plugin_sources
+        self._source = _read_source() if source is None else int(source)
         self._lock = RLock()
         self._plugins: dict[PluginType, _Plugins] = {}
         self._loading: set[PluginType] = set()

@@ -2,9 +2,10 @@
 
 A value in ``overrides`` replaces the attribute of the same name. Callables are
 called and awaitables are awaited once; the result is written back into the dict
-(which copies of the role share). Resolution is single-flight under a re-entrant
-lock per overrides dict. ``asyncio`` is imported only when an awaitable is resolved: every
-``import torchx.specs`` (the CLI, each supervisor-side tool) would pay for it otherwise.
+(as a ``_ResolvedOverride``; copies of the role share the dict). Resolution is
+single-flight under a re-entrant lock kept in the dict itself under ``_OVERRIDES_LOCK_KEY``.
+``asyncio`` is imported only when an awaitable is resolved: every ``import torchx.specs``
+(the CLI, each supervisor-side tool) would pay for it otherwise.
 """
 
 from __future__ import annotations
@@ -19,19 +20,62 @@ if TYPE_CHECKING:
 
 _CO_ITERABLE_COROUTINE = 0x100  # inspect.CO_ITERABLE_COROUTINE, without importing inspect
 
-__all__ = ["resolve_override"]
+__all__ = [
+    "_OVERRIDES_LOCK_KEY",
+    "_OverridesLock",
+    "_ResolvedOverride",
+    "has_overrides",
+    "resolve_override",
+]
 
-_LOCKS_GUARD = threading.Lock()
-_LOCKS: dict[int, threading.RLock] = {}
+_OVERRIDES_LOCK_KEY = "<overrides resolution lock>"
+"""Reserved key under which an overrides dict keeps its resolution lock (not an identifier,
+so it never names an attribute; copies sharing the dict share the lock)."""
+
+_MINT_GUARD = threading.Lock()
 
 
-def _lock_for(overrides: dict[str, Any]) -> threading.RLock:
-    with _LOCKS_GUARD:
-        lock = _LOCKS.get(id(overrides))
-        if lock is None:
-            lock = threading.RLock()
-            _LOCKS[id(overrides)] = lock
-        return lock
+class _OverridesLock:
+    """The ``_OVERRIDES_LOCK_KEY`` entry: holds the dict's re-entrant resolution lock."""
+
+    __slots__ = ("lock",)
+
+    def __init__(self) -> None:
+        self.lock: Any = threading.RLock()
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> _OverridesLock:
+        return self
+
+
+class _ResolvedOverride:
+    """An override value already resolved (written back in place of the producer).
+
+    Calling it returns the value, so code that calls the raw dict entry keeps working.
+    """
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __call__(self) -> Any:
+        return self.value
+
+
+def has_overrides(overrides: dict[str, Any]) -> bool:
+    """Whether ``overrides`` holds any entry besides its resolution lock."""
+    return any(key != _OVERRIDES_LOCK_KEY for key in overrides)
+
+
+def _lock_for(overrides: dict[str, Any]) -> Any:
+    holder = overrides.get(_OVERRIDES_LOCK_KEY)
+    if holder is None:
+        with _MINT_GUARD:
+            holder = overrides.get(_OVERRIDES_LOCK_KEY)
+            if holder is None:
+                holder = _OverridesLock()
+                overrides[_OVERRIDES_LOCK_KEY] = holder
+    return holder.lock
 
 
 async def _await(value: Awaitable[Any]) -> Any:
@@ -81,6 +125,9 @@ def _resolve_awaitable(value: Awaitable[Any]) -> Any:
 def resolve_override(overrides: dict[str, Any], name: str) -> Any:
     """Resolves ``overrides[name]`` once and writes the result back.
 
+    A resolved value is read without taking the lock; a producer that raises stays in the
+    dict.
+
     Args:
         overrides: the role's overrides dict.
         name: the attribute being read.
@@ -88,11 +135,16 @@ def resolve_override(overrides: dict[str, Any], name: str) -> Any:
     Returns:
         The resolved value.
     """
+    value = overrides[name]
+    if isinstance(value, _ResolvedOverride):
+        return value.value
     with _lock_for(overrides):
         value = overrides[name]
+        if isinstance(value, _ResolvedOverride):
+            return value.value
         if _is_awaitable(value):
-            value = _resolve_awaitable(value)
-        elif callable(value):
-            value = value()
-        overrides[name] = value
-        return value
+            result = _resolve_awaitable(value)
+        else:
+            result = value() if callable(value) else value
+        overrides[name] = _ResolvedOverride(result)
+        return result

@@ -15,7 +15,7 @@ from typing import Any, Generic, TypeVar
 
 from torchx.specs._constants import MISSING
 from torchx.specs._mounts import BindMount, DeviceMount, VolumeMount
-from torchx.specs._overrides import resolve_override
+from torchx.specs._overrides import has_overrides, resolve_override
 from torchx.specs._resource import NULL_RESOURCE, Resource
 from torchx.specs._workspace import Workspace
 
@@ -93,7 +93,7 @@ class Role:
         new = cls.__new__(cls)
         memo[id(self)] = new
         for key, value in state.items():
-            if key == "overrides" and value:
+            if key == "overrides" and has_overrides(value):
                 new.__dict__[key] = value
             else:
                 new.__dict__[key] = copy.deepcopy(value, memo)

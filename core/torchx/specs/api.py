@@ -33,6 +33,8 @@ from torchx.specs._handles import (
 )
 from torchx.specs._macros import macros
 from torchx.specs._mounts import BindMount, DeviceMount, MountType, VolumeMount, parse_mounts
+from torchx.specs._overrides import _OVERRIDES_LOCK_KEY as _OVERRIDES_LOCK_KEY
+from torchx.specs._overrides import _OverridesLock as _OverridesLock
 from torchx.specs._resource import NULL_RESOURCE, CapabilityKey, Resource
 from torchx.specs._role import AppDef, AppDryRunInfo, RetryPolicy, Role
 from torchx.specs._runopts import CfgVal, runopt, runopts

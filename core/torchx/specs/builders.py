@@ -37,6 +37,9 @@ from torchx.specs._builders_decode import (
     resolve_parameters,
 )
 from torchx.specs.api import AppDef, make_app_handle, parse_mounts
+from torchx.specs.api import BindMount as BindMount  # TorchX's builders exposes the mount types
+from torchx.specs.api import DeviceMount as DeviceMount
+from torchx.specs.api import VolumeMount as VolumeMount
 from torchx.specs.file_linter import TorchXArgumentHelpFormatter
 
 __all__ = [

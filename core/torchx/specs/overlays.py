@@ -35,6 +35,7 @@ logger: logging.Logger = logging.getLogger(__name__)
 
 OVERLAYS_MARKER = "__torchx_overlays__"
 """Stamped into a namespace that holds nested (``{kind: overlay}``) overlays."""
+_FORMAT_KEY = OVERLAYS_MARKER  # TorchX's name for the marker
 
 _KIND_NAME = re.compile(r"^[A-Z][A-Za-z0-9_]*$")
 
@@ -103,6 +104,9 @@ def _load_uri(uri: str) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ValueError(f"overlay file `{uri}` must contain a mapping, got {type(data).__name__}")
     return data
+
+
+_load_overlay_file = _load_uri  # TorchX's name: loads a JSON/YAML overlay file (path or URI)
 
 
 def _looks_nested(ns: dict[str, Any]) -> bool:

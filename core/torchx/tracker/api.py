@@ -154,12 +154,16 @@ def _names_from_env(value: str) -> list[str]:
     return [n.strip() for n in value.split(",") if n.strip()]
 
 
+def _extract_tracker_name_and_config_from_environ() -> dict[str, str | None]:
+    """Returns ``{tracker name: config or None}`` from ``TORCHX_TRACKERS`` and the config vars."""
+    names = _names_from_env(os.environ.get(ENV_TORCHX_TRACKERS, ""))
+    return {n: os.environ.get(tracker_config_env_var_name(n)) for n in names}
+
+
 def trackers_from_environ() -> list[TrackerBase]:
     """Builds the trackers named in ``TORCHX_TRACKERS`` and configured by the environment."""
-    names = _names_from_env(os.environ.get(ENV_TORCHX_TRACKERS, ""))
-    if not names:
-        return []
-    return build_trackers({n: os.environ.get(tracker_config_env_var_name(n)) for n in names})
+    entries = _extract_tracker_name_and_config_from_environ()
+    return build_trackers(entries) if entries else []
 
 
 @dataclass

@@ -1,10 +1,11 @@
 import asyncio
+import copy
 import threading
 import time
 
 import pytest
 
-from torchx.specs.api import Resource, Role
+from torchx.specs.api import _OVERRIDES_LOCK_KEY, Resource, Role, _OverridesLock
 
 
 def test_plain_override_replaces_attribute() -> None:
@@ -24,7 +25,8 @@ def test_callable_override_is_resolved_once_and_written_back() -> None:
     assert role.resource == Resource(4, 0, 1024)
     assert role.resource == Resource(4, 0, 1024)
     assert calls == [1]
-    assert role.overrides["resource"] == Resource(4, 0, 1024)
+    # written back as a marker that calling returns the value (TorchX's contract)
+    assert role.overrides["resource"]() == Resource(4, 0, 1024)
 
 
 def test_coroutine_override_is_driven_without_a_running_loop() -> None:
@@ -34,7 +36,7 @@ def test_coroutine_override_is_driven_without_a_running_loop() -> None:
 
     role = Role("r", "img", overrides={"entrypoint": entrypoint()})
     assert role.entrypoint == "python"
-    assert role.overrides["entrypoint"] == "python"
+    assert role.overrides["entrypoint"]() == "python"
 
 
 def test_coroutine_override_inside_a_running_loop() -> None:
@@ -93,3 +95,45 @@ def test_resolution_is_single_flight_and_shared_by_copies() -> None:
         t.join()
     assert results == ["resolved"] * 4
     assert calls == [1]
+
+
+def test_resolution_lock_lives_in_the_dict_and_survives_deepcopy() -> None:
+    role = Role("r", "img", overrides={"image": lambda: "base"})
+    assert role.image == "base"
+    holder = role.overrides[_OVERRIDES_LOCK_KEY]
+    assert isinstance(holder, _OverridesLock)
+    clone = copy.deepcopy(role)
+    assert clone.image == "base"
+    assert clone.overrides is role.overrides
+
+
+def test_a_lock_only_dict_is_not_shared_by_copies() -> None:
+    role = Role("r", "img")
+    role.overrides[_OVERRIDES_LOCK_KEY] = _OverridesLock()
+    clone = copy.deepcopy(role)
+    assert clone.overrides is not role.overrides
+    assert clone.image == "img"
+
+
+def test_resolved_read_does_not_take_the_lock() -> None:
+    class Refuse:
+        def __enter__(self) -> None:
+            raise AssertionError("lock taken")
+
+        def __exit__(self, *exc: object) -> None:
+            return None
+
+    role = Role("r", "img", overrides={"image": lambda: "base"})
+    assert role.image == "base"
+    role.overrides[_OVERRIDES_LOCK_KEY].lock = Refuse()
+    assert role.image == "base"
+
+
+def test_a_failing_producer_stays_in_the_dict() -> None:
+    def boom() -> str:
+        raise RuntimeError("boom")
+
+    role = Role("r", "img", overrides={"image": boom})
+    with pytest.raises(RuntimeError):
+        _ = role.image
+    assert role.overrides["image"] is boom
