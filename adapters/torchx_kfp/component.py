@@ -87,8 +87,12 @@ class TorchXComponent(BaseComponent):
 
     def __call__(self, *args: Any, **kwargs: Any) -> PipelineTask:
         """Creates the task (keyword arguments are the inputs) and applies the settings."""
+        from torchx_kfp._compile.macros import RUN_INPUTS
+
         for name, channel in self.channels.items():
             kwargs.setdefault(name, channel)
+        for name, placeholder in RUN_INPUTS.items():  # resolved by KFP as task inputs only
+            kwargs.setdefault(name, placeholder)
         task = super().__call__(*args, **kwargs)
         if pipeline_context.Pipeline.get_default_pipeline() is not None:
             self.settings.apply(task)
@@ -200,7 +204,8 @@ def component_from_app(
 
     The image, entrypoint, args and env come from the role (env is baked into the component,
     so it reaches the compiled IR); macros become KFP placeholders (``${app_id}`` ->
-    ``<app>-{{$.pipeline_task_uuid}}``, ``${replica_id}`` -> ``0``, ``${img_root}`` -> ``""``,
+    ``<task name>-<task uuid>`` from run-id task inputs), ``${replica_id}`` -> ``0``,
+    ``${img_root}`` -> ``""``,
     ``${rank0_env}`` -> ``TORCHX_RANK0_HOST=localhost``). The component has the outputs
     ``app_id`` and ``tracker_run_id`` (``TORCHX_JOB_ID`` inside the task, the id trackers
     record the run under) and the input ``parent_run_id`` (tracker lineage).

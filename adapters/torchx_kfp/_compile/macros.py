@@ -1,4 +1,12 @@
-"""TorchX macros and component inputs -> KFP placeholders in a container's argv and env."""
+"""TorchX macros and component inputs -> placeholders the KFP backend resolves in argv.
+
+The open-source KFP backend resolves, inside container command/args, input parameters
+(``{{$.inputs.parameters['x']}}``, embedded anywhere in a string), output-parameter files,
+artifact uris/paths and ``{{$}}``; nothing else (docs/kfp-backend.md). Run and task ids
+(``{{$.pipeline_job_uuid}}`` ...) are resolved only as the constant value of a *task input*,
+so they reach the container as the component inputs :data:`RUN_INPUTS`, passed by every
+task with the SDK's placeholders as values.
+"""
 
 from __future__ import annotations
 
@@ -13,9 +21,12 @@ if TYPE_CHECKING:
 __all__ = [
     "KFP_SCHEDULER",
     "RANK0_ENV",
+    "RUN_INPUTS",
     "app_id_expr",
-    "has_placeholder",
+    "has_input",
+    "input_placeholder",
     "job_id_expr",
+    "run_inputs",
     "substitute_macros",
     "to_placeholders",
 ]
@@ -24,36 +35,62 @@ KFP_SCHEDULER = "kfp"
 """The scheduler part of a container step's run id (``kfp://<pipeline job>/<app id>``)."""
 RANK0_ENV = "TORCHX_RANK0_HOST"
 
-# KFP runtime placeholders (kfp.dsl.PIPELINE_JOB_ID_PLACEHOLDER, PIPELINE_TASK_ID_PLACEHOLDER),
-# spelled out so building a spec does not import kfp.dsl
-_JOB_UUID = "{{$.pipeline_job_uuid}}"
-_TASK_UUID = "{{$.pipeline_task_uuid}}"
+RUN_INPUTS = {
+    "pipeline_job_uuid": "{{$.pipeline_job_uuid}}",
+    "pipeline_task_name": "{{$.pipeline_task_name}}",
+    "pipeline_task_uuid": "{{$.pipeline_task_uuid}}",
+}
+"""Component inputs carrying run/task ids: ``{input: the value every task passes}``.
+
+The values are ``kfp.dsl.PIPELINE_JOB_ID_PLACEHOLDER``, ``PIPELINE_TASK_NAME_PLACEHOLDER``
+and ``PIPELINE_TASK_ID_PLACEHOLDER``, spelled out so building a spec does not import
+kfp.dsl. On the backend the task uuid is the enclosing DAG's execution id (the same for
+sibling tasks), so an app id joins it with the task name, which is unique in its DAG.
+"""
 
 Element = Union[str, dict[str, Any]]
 
 
+def run_inputs() -> list[ComponentInput]:
+    """The :data:`RUN_INPUTS` as required string inputs (with their probe tokens)."""
+    from torchx_kfp._compile.params import ComponentInput, probe_token
+
+    return [ComponentInput(n, "String", None, probe_token(n, "String")) for n in RUN_INPUTS]
+
+
+def _token(name: str) -> str:
+    from torchx_kfp._compile.params import probe_token
+
+    return probe_token(name, "String")
+
+
 def app_id_expr(app: AppDef) -> str:
-    """``${app_id}`` for a container step: the app name and the KFP task's uuid."""
-    name = re.sub(r"[^a-z0-9-]+", "-", app.name.lower()).strip("-") or "app"
-    return f"{name}-{_TASK_UUID}"
+    """``${app_id}`` for a container step: ``<task name>-<task uuid>`` (as input tokens)."""
+    del app  # the task name already is the (sanitized) app name, made unique in its DAG
+    return f"{_token('pipeline_task_name')}-{_token('pipeline_task_uuid')}"
 
 
 def job_id_expr(app: AppDef) -> str:
-    """``TORCHX_JOB_ID`` (the tracker run id) of a container step."""
-    return f"{KFP_SCHEDULER}://{_JOB_UUID}/{app_id_expr(app)}"
+    """``TORCHX_JOB_ID`` (the tracker run id) of a container step (with input tokens)."""
+    return f"{KFP_SCHEDULER}://{_token('pipeline_job_uuid')}/{app_id_expr(app)}"
 
 
-def has_placeholder(value: str) -> bool:
-    """Whether ``value`` holds a KFP runtime placeholder (resolved in argv, not in env)."""
-    return "{{$" in value
+def input_placeholder(name: str) -> str:
+    """The placeholder of input ``name`` that the backend substitutes anywhere in an arg."""
+    return "{{$.inputs.parameters['" + name + "']}}"
+
+
+def has_input(text: str, inputs: Sequence[ComponentInput]) -> bool:
+    """Whether ``text`` holds the probe token of one of ``inputs``."""
+    return any(i.token in text for i in inputs)
 
 
 def substitute_macros(app: AppDef, role: Role) -> Role:
     """Returns a copy of ``role`` with the TorchX macros replaced by their KFP values.
 
-    ``${app_id}`` -> ``<app name>-{{$.pipeline_task_uuid}}``, ``${replica_id}`` -> ``0``,
-    ``${img_root}`` -> ``""``, ``${rank0_env}`` -> ``TORCHX_RANK0_HOST`` (set to
-    ``localhost`` in the env: one task is one node).
+    ``${app_id}`` -> ``<task name>-<task uuid>`` (the :data:`RUN_INPUTS` tokens),
+    ``${replica_id}`` -> ``0``, ``${img_root}`` -> ``""``, ``${rank0_env}`` ->
+    ``TORCHX_RANK0_HOST`` (set to ``localhost`` in the env: one task is one node).
     """
     from torchx.specs.api import macros
 
@@ -65,20 +102,13 @@ def substitute_macros(app: AppDef, role: Role) -> Role:
     return new
 
 
-def to_placeholders(text: str, inputs: Sequence[ComponentInput]) -> Element:
-    """Replaces input probe tokens in ``text`` by KFP YAML placeholders.
+def to_placeholders(text: str, inputs: Sequence[ComponentInput]) -> str:
+    """Replaces input probe tokens in ``text`` by embedded input placeholders.
 
-    Returns the text unchanged, ``{"inputValue": name}`` when it is exactly one token, or
-    ``{"concat": [...]}`` mixing literal parts and input values.
+    The result is one string (never a Concat placeholder): ``"--x={{$.inputs.parameters['x']}}/y"``.
     """
     by_token = {i.token: i.name for i in inputs if i.token in text}
     if not by_token:
         return text
-    pattern = "(" + "|".join(re.escape(t) for t in sorted(by_token, key=len, reverse=True)) + ")"
-    parts: list[Element] = []
-    for piece in re.split(pattern, text):
-        if piece in by_token:
-            parts.append({"inputValue": by_token[piece]})
-        elif piece:
-            parts.append(piece)
-    return parts[0] if len(parts) == 1 else {"concat": parts}
+    pattern = "|".join(re.escape(t) for t in sorted(by_token, key=len, reverse=True))
+    return re.sub(pattern, lambda m: input_placeholder(by_token[m.group(0)]), text)

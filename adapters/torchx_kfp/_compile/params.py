@@ -8,16 +8,18 @@ the app (image, resources, replicas, optional flags) are fixed at compile time.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import inspect
+import os
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Optional, Union, get_args, get_origin
 
 if TYPE_CHECKING:
     from torchx.specs.api import AppDef
 
-__all__ = ["ComponentInput", "component_with_inputs", "probe_token"]
+__all__ = ["ComponentInput", "compile_env", "component_with_inputs", "probe_token"]
 
 _KFP_TYPES = {str: "String", int: "Integer", float: "Float"}
 
@@ -84,10 +86,35 @@ def _candidates(
     return found
 
 
+_KEPT_ENV = ("HOME", "PATH", "PWD", "TMPDIR", "TORCHXCONFIG", "PYTHONPATH", "LANG", "LC_ALL")
+"""Variables a component still sees while it is materialized for KFP (none of them reach
+an AppDef through the builtins; ``TORCHXCONFIG`` names the config file on purpose)."""
+
+
+@contextlib.contextmanager
+def compile_env() -> Iterator[None]:
+    """Hides the compiling machine's environment while components are materialized.
+
+    Components may read the caller's environment (``dist.ddp`` and ``utils.sh`` set
+    ``LOGLEVEL`` from it); at compile time that would bake this machine's values into the IR.
+    Inside the block ``os.environ`` holds only :data:`_KEPT_ENV`, so every such read gets
+    its default. Not thread-safe: compile pipelines in one thread.
+    """
+    saved = dict(os.environ)
+    try:
+        for key in [k for k in os.environ if k not in _KEPT_ENV]:
+            del os.environ[key]
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
 def _materialize(fn: Callable[..., Any], args: list[str]) -> AppDef:
     from torchx.specs.builders import materialize_appdef
 
-    return materialize_appdef(fn, args, None, None)
+    with compile_env():
+        return materialize_appdef(fn, args, None, None)
 
 
 def _probe_args(values: dict[str, str], bound: Sequence[str]) -> list[str]:

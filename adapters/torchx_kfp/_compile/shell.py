@@ -9,6 +9,7 @@ quoting context: ``"${V}"`` outside quotes, ``${V}`` inside double quotes and
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -16,9 +17,26 @@ if TYPE_CHECKING:
     from torchx.specs.api import Role
     from torchx_kfp._compile.params import ComponentInput
 
-__all__ = ["SHELLS", "input_var", "rewrite_shell_script", "shell_script_indices"]
+__all__ = [
+    "SHELLS",
+    "artifact_var",
+    "input_var",
+    "rewrite_artifact_paths",
+    "rewrite_shell_script",
+    "shell_script_indices",
+]
 
 SHELLS = ("sh", "bash", "dash", "zsh", "ksh")
+# an artifact placeholder as it appears in a script, plain or shlex-quoted ('"'"' for ')
+_QUOTE = "(?:'|'\"'\"')"
+_ARTIFACT = re.compile(
+    r"\{\{\$\.(inputs|outputs)\.artifacts\[" + _QUOTE + r"(\w+)" + _QUOTE + r"\]\.(path|uri)\}\}"
+)
+
+
+def artifact_var(kind: str, name: str, attr: str) -> str:
+    """The env var that carries an artifact's path or uri into shell scripts."""
+    return f"TORCHX_KFP_{kind.upper()}_{name.upper()}_{attr.upper()}"
 
 
 def input_var(name: str) -> str:
@@ -72,3 +90,28 @@ def rewrite_shell_script(
                 k += 1
         script = "".join(out)
     return script, used
+
+
+def rewrite_artifact_paths(script: str) -> tuple[str, dict[str, str]]:
+    """Replaces artifact placeholders in a shell script by quoted variable expansions.
+
+    An artifact path (``{{$.outputs.artifacts['model'].path}}``) in a script that a component
+    quoted with ``shlex.quote`` no longer reads as a placeholder (its quotes became
+    ``'"'"'``). It is replaced by a variable that the wrapper exports, set from the plain
+    placeholder, which the KFP launcher resolves in argv.
+
+    Returns:
+        The rewritten script and ``{variable: placeholder}``.
+    """
+    found: dict[str, str] = {}
+    while True:
+        match = _ARTIFACT.search(script)
+        if match is None:
+            return script, found
+        kind, name, attr = match.groups()
+        var = artifact_var(kind, name, attr)
+        found[var] = "{{$." + kind + ".artifacts['" + name + "']." + attr + "}}"
+        ref = "${" + var + "}"
+        state = _states(script)[match.start()]
+        expansion = {"": f'"{ref}"', '"': ref, "'": f"'\"{ref}\"'"}[state]
+        script = script[: match.start()] + expansion + script[match.end() :]

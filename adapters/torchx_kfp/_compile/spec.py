@@ -1,10 +1,12 @@
 """A single-role AppDef -> the KFP component YAML (image, command, args, env, inputs, outputs).
 
 The container runs a small POSIX ``sh`` wrapper before the role's entrypoint. It exports the
-env values that hold runtime placeholders (KFP resolves placeholders in argv, not in env),
+env values that hold input placeholders (KFP resolves placeholders in argv, not in env),
 drops an empty ``TORCHX_PARENT_RUN_ID``, writes the ``app_id`` and ``tracker_run_id``
 outputs, then ``exec``s the entrypoint. Every value reaches the wrapper as a positional
-argument: no user string is ever parsed as shell code.
+argument: no user string is ever parsed as shell code. Every argument is one string with
+input placeholders embedded (the backend implements no Concat placeholder), and run/task ids
+come from the :data:`~torchx_kfp._compile.macros.RUN_INPUTS` inputs.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from torchx_kfp._compile.macros import has_placeholder, job_id_expr, to_placeholders
+from torchx_kfp._compile.macros import has_input, input_placeholder, job_id_expr, to_placeholders
 
 if TYPE_CHECKING:
     from torchx.specs.api import AppDef, Role
@@ -59,24 +61,28 @@ def _split_env(
 
     static: dict[str, str] = {}
     exports: list[Element] = [
-        f"{ENV_TORCHX_JOB_ID}={job_id_expr(app)}",
-        {"concat": [f"{ENV_TORCHX_PARENT_RUN_ID}=", {"inputValue": PARENT_INPUT}]},
+        to_placeholders(f"{ENV_TORCHX_JOB_ID}={job_id_expr(app)}", inputs),
+        f"{ENV_TORCHX_PARENT_RUN_ID}={input_placeholder(PARENT_INPUT)}",
     ]
     for key, value in sorted(role.env.items()):
         if key in (ENV_TORCHX_JOB_ID, ENV_TORCHX_PARENT_RUN_ID) or key in env_inputs:
             continue
-        element = to_placeholders(f"{key}={value}", inputs)
-        if isinstance(element, dict) or has_placeholder(value):
-            exports.append(element)
+        if has_input(value, inputs) or "{{$" in value:
+            exports.append(to_placeholders(f"{key}={value}", inputs))
         else:
             static[key] = value
     for var in env_inputs:
-        exports.append({"concat": [f"{var}=", {"inputValue": env_input_name(var)}]})
+        exports.append(f"{var}={input_placeholder(env_input_name(var))}")
     return static, exports
 
 
 def _args(role: Role, inputs: Sequence[ComponentInput]) -> tuple[list[Element], list[Element]]:
-    from torchx_kfp._compile.shell import input_var, rewrite_shell_script, shell_script_indices
+    from torchx_kfp._compile.shell import (
+        input_var,
+        rewrite_artifact_paths,
+        rewrite_shell_script,
+        shell_script_indices,
+    )
 
     scripts = shell_script_indices(role)
     args: list[Element] = []
@@ -84,10 +90,10 @@ def _args(role: Role, inputs: Sequence[ComponentInput]) -> tuple[list[Element], 
     for k, arg in enumerate(role.args):
         if k in scripts:
             arg, used = rewrite_shell_script(str(arg), inputs)
+            arg, paths = rewrite_artifact_paths(arg)
+            exports.update({var: f"{var}={value}" for var, value in paths.items()})
             for inp in used:
-                exports[inp.name] = {
-                    "concat": [f"{input_var(inp.name)}=", {"inputValue": inp.name}]
-                }
+                exports[inp.name] = f"{input_var(inp.name)}={input_placeholder(inp.name)}"
         args.append(to_placeholders(str(arg), inputs))
     return args, list(exports.values())
 
@@ -108,6 +114,9 @@ def component_yaml(
         env_inputs: env var names whose values come from extra string inputs.
         description: the component description.
     """
+    from torchx_kfp._compile.macros import run_inputs
+
+    inputs = [*inputs, *run_inputs()]
     static_env, exports = _split_env(role, app, inputs, env_inputs)
     args, shell_exports = _args(role, inputs)
     container: dict[str, Any] = {

@@ -17,6 +17,7 @@ __all__ = ["component_spec"]
 
 
 def _element(value: Any) -> Any:
+    """A command/args element: a string (input placeholders embedded) or an output file."""
     from kfp.dsl import placeholders
 
     if isinstance(value, str):
@@ -25,7 +26,30 @@ def _element(value: Any) -> Any:
         return placeholders.InputValuePlaceholder(value["inputValue"])
     if "outputPath" in value:
         return placeholders.OutputParameterPlaceholder(value["outputPath"])
-    return placeholders.ConcatPlaceholder([_element(v) for v in value["concat"]])
+    raise ValueError(f"unexpected container element {value!r} (only strings and output files)")
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if "inputValue" in value:
+        return "{{$.inputs.parameters['" + value["inputValue"] + "']}}"
+    return "{{$.outputs.parameters['" + value["outputPath"] + "'].output_file}}"
+
+
+def _check(spec: Mapping[str, Any]) -> None:
+    """Refuses a component with a placeholder the KFP backend does not resolve."""
+    from torchx_kfp._compile.placeholders import check_container
+
+    c = spec["implementation"]["container"]
+    check_container(
+        spec["name"],
+        [_text(e) for e in c["command"]],
+        [_text(e) for e in c["args"]],
+        dict(c.get("env") or {}),
+        [i["name"] for i in spec["inputs"]],
+        [o["name"] for o in spec["outputs"]],
+    )
 
 
 def _resources(settings: TaskSettings) -> Any:
@@ -49,6 +73,7 @@ def component_spec(spec: Mapping[str, Any], settings: TaskSettings) -> Any:
     from kfp.dsl import structures
 
     c = spec["implementation"]["container"]
+    _check(spec)
     container = structures.ContainerSpecImplementation(
         image=c["image"],
         command=[_element(e) for e in c["command"]],

@@ -73,13 +73,19 @@ def test_resources_retries_env_display_name(tmp_path: Path) -> None:
 
     ir, platform = compile_ir(p, tmp_path)
     c = executor(ir, "trainer")
-    assert c["args"] == ["-m", "train", "--id", "trainer-{{$.pipeline_task_uuid}}"]
-    assert {"name": "FOO", "value": "bar"} in c["env"]
-    assert "RUN=run-trainer-{{$.pipeline_task_uuid}}" in c["command"]  # placeholder env via argv
-    assert (
-        "TORCHX_JOB_ID=kfp://{{$.pipeline_job_uuid}}/trainer-{{$.pipeline_task_uuid}}"
-        in (c["command"])
+    # run/task ids are task inputs whose constants the backend resolves (never in args)
+    task_id = "{{$.inputs.parameters['pipeline_task_name']}}-" + (
+        "{{$.inputs.parameters['pipeline_task_uuid']}}"
     )
+    assert c["args"] == ["-m", "train", "--id", task_id]
+    assert {"name": "FOO", "value": "bar"} in c["env"]
+    assert f"RUN=run-{task_id}" in c["command"]  # placeholder env via argv
+    job_id = "{{$.inputs.parameters['pipeline_job_uuid']}}"
+    assert f"TORCHX_JOB_ID=kfp://{job_id}/{task_id}" in c["command"]
+    task_inputs = ir["root"]["dag"]["tasks"]["trainer"]["inputs"]["parameters"]
+    assert task_inputs["pipeline_task_uuid"] == {
+        "runtimeValue": {"constant": "{{$.pipeline_task_uuid}}"}
+    }
     res = c["resources"]
     assert res["resourceCpuLimit"] == res["resourceCpuRequest"] == "2000m"
     assert res["resourceMemoryLimit"] == res["resourceMemoryRequest"] == "4096M"
@@ -203,7 +209,7 @@ def test_file_component_and_function(tmp_path: Path) -> None:
     import yaml
 
     command = yaml.safe_load(comp.component_yaml)["implementation"]["container"]["command"]
-    assert {"concat": ["WHO=", {"inputValue": "who"}]} in command  # env from an input
+    assert "WHO={{$.inputs.parameters['who']}}" in command  # env from an input
 
     import importlib.util
 
@@ -234,7 +240,7 @@ def test_value_inside_shell_code_reaches_the_shell_as_a_variable(tmp_path: Path)
         "echo \"${TORCHX_KFP_INPUT_WORD}\" 'a '\"${TORCHX_KFP_INPUT_OTHER}\"''"
         ' "${TORCHX_KFP_INPUT_WORD}"'
     )
-    assert {"concat": ["TORCHX_KFP_INPUT_WORD=", {"inputValue": "word"}]} in container["command"]
+    assert "TORCHX_KFP_INPUT_WORD={{$.inputs.parameters['word']}}" in container["command"]
 
 
 @pytest.mark.docker
