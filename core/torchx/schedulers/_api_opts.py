@@ -97,22 +97,43 @@ class StructuredOpts(Mapping[str, CfgVal]):
                     )
         return cls(**values)
 
+    @classmethod
+    def get_docstrings(cls) -> dict[str, str]:
+        """Returns the help text of each field, by field name.
+
+        A nested ``StructuredOpts`` field contributes its fields' texts as ``field.sub``.
+        """
+        helps = dict(_field_docstrings(cls))
+        hints = _type_hints(cls)
+        for f in dataclasses.fields(cls):
+            nested = _nested_type(hints[f.name])
+            if nested is not None:
+                helps.update({f"{f.name}.{k}": v for k, v in nested.get_docstrings().items()})
+        return helps
+
     def _flat(self) -> dict[str, CfgVal]:
         out: dict[str, CfgVal] = {}
+        hints = _type_hints(type(self))
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
             if isinstance(value, StructuredOpts):
                 out.update({f"{_cfg_key(f)}.{k}": v for k, v in value.items()})
-            else:
-                out[_cfg_key(f)] = value
+            elif value is not None or _nested_type(hints[f.name]) is None:
+                out[_cfg_key(f)] = value  # an unset (None) nested group has no keys
         return out
 
     def __getitem__(self, key: str) -> CfgVal:
         flat = self._flat()
         if key in flat:
             return flat[key]
+        prefix, dot, rest = key.partition(".")
         for f in dataclasses.fields(self):
-            if key in _aliases(f):
+            if prefix not in _aliases(f):
+                continue
+            value = getattr(self, f.name)
+            if dot and isinstance(value, StructuredOpts):
+                return value[rest]
+            if not dot and _cfg_key(f) in flat:
                 return flat[_cfg_key(f)]
         raise KeyError(key)
 
@@ -167,8 +188,18 @@ def _nested_type(tp: Any) -> type[StructuredOpts] | None:
 
 @functools.cache
 def _type_hints(cls: type[StructuredOpts]) -> dict[str, Any]:
-    """``typing.get_type_hints(cls)``, evaluated once per class (runopts serve every dryrun)."""
-    return typing.get_type_hints(cls)
+    """``typing.get_type_hints(cls)``, evaluated once per class (runopts serve every dryrun).
+
+    A class whose string annotations name classes local to a function cannot be evaluated:
+    its raw annotations are returned (such a nested field is then recognised by its value).
+    """
+    try:
+        return typing.get_type_hints(cls)
+    except NameError:
+        raw: dict[str, Any] = {}
+        for klass in reversed(cls.__mro__):
+            raw.update(getattr(klass, "__annotations__", {}))
+        return raw
 
 
 def _leaf_fields(

@@ -42,22 +42,27 @@ def make_unique(name: str, string_length: int = 0) -> str:
     return f"{name}-{suffix}"
 
 
-def random_id() -> str:
+def random_id(max_length: int | None = None) -> str:
     """Return a random id that starts with a consonant and uses only easily read characters.
 
     It is a base conversion of 8 random bytes: the first digit comes from
     ``bcdfghjklmnpqrstvwxz``, later digits from that set plus ``012345679``.
 
+    Args:
+        max_length: if given, the id is at most this long (``""`` when it is not positive).
+
     Returns:
         The id, typically 12 to 14 characters long.
     """
+    if max_length is not None and max_length <= 0:
+        return ""
     value = random_uint64()
     value, digit = divmod(value, len(_FIRST_CHARS))
     chars = [_FIRST_CHARS[digit]]
     while value:
         value, digit = divmod(value, len(_OTHER_CHARS))
         chars.append(_OTHER_CHARS[digit])
-    return "".join(chars)
+    return "".join(chars[:max_length])
 
 
 def get_len_random_id(string_length: int) -> str:

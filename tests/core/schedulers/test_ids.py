@@ -25,3 +25,11 @@ def test_get_len_random_id() -> None:
     assert len(get_len_random_id(40)) == 40
     with pytest.raises(ValueError):
         get_len_random_id(0)
+
+
+def test_random_id_max_length(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("os.urandom", lambda n: bytes(range(n)))
+    full = random_id()
+    assert random_id(max_length=6) == full[:6]
+    assert random_id(max_length=100) == full
+    assert random_id(max_length=0) == "" and random_id(-3) == ""
