@@ -59,9 +59,9 @@ def _resources(settings: TaskSettings) -> Any:
         return None
     accel = settings.accelerator_count > 0 and settings.accelerator_type
     return structures.ResourceSpec(
-        cpu_request=settings.cpu,
+        cpu_request=settings.cpu_request or settings.cpu,
         cpu_limit=settings.cpu,
-        memory_request=settings.memory,
+        memory_request=settings.memory_request or settings.memory,
         memory_limit=settings.memory,
         accelerator_type=settings.accelerator_type if accel else None,
         accelerator_count=str(settings.accelerator_count) if accel else None,

@@ -1,11 +1,14 @@
 """A role's resources, retries and Kubernetes needs -> settings applied to each KFP task.
 
-Resources (§3.7 of the design notes): cpu ``int(cpu*1000)m`` and memory ``<memMB>M`` as both
-request and limit; ``gpu`` as an accelerator of the capability ``ACCELERATOR_TYPE`` (default
-``nvidia.com/gpu``). Kubernetes (through kfp-kubernetes): other capabilities that are
-Kubernetes label keys (``node.kubernetes.io/instance-type``) become node selectors; volume
-mounts become PVC mounts; ``/dev/shm`` is a memory ``emptyDir`` (like the TorchX kubernetes
-scheduler); tolerations, secrets-as-env and annotations come from the caller.
+Resources (§3.7 of the design notes) are sized as the kubernetes scheduler sizes a pod
+(``torchx.schedulers.kubernetes_scheduler.requests_and_limits``): limits cpu
+``int(cpu*1000)m`` and memory ``<memMB>M``, requests less the node-reserved share (100m,
+1024M), so a named resource fits its instance type's node; ``gpu`` is an accelerator of the
+capability ``ACCELERATOR_TYPE`` (default ``nvidia.com/gpu``). Kubernetes (through
+kfp-kubernetes): other capabilities that are Kubernetes label keys
+(``node.kubernetes.io/instance-type``) become node selectors; volume mounts become PVC
+mounts; ``/dev/shm`` is a memory ``emptyDir`` (like the TorchX kubernetes scheduler);
+tolerations, secrets-as-env and annotations come from the caller.
 """
 
 from __future__ import annotations
@@ -35,8 +38,10 @@ class TaskSettings:
     """What :class:`~torchx_kfp.TorchXComponent` applies to every task it creates.
 
     Args:
-        cpu: cpu request and limit (``"2000m"``), or None.
-        memory: memory request and limit (``"4096M"``), or None.
+        cpu: cpu limit (``"2000m"``), or None.
+        memory: memory limit (``"4096M"``), or None.
+        cpu_request: cpu request (``"1900m"``), or None (the limit).
+        memory_request: memory request (``"3072M"``), or None (the limit).
         accelerator_type: the accelerator type, or None.
         accelerator_count: the accelerator count.
         retries: KFP retries (``Role.max_retries``).
@@ -52,6 +57,8 @@ class TaskSettings:
 
     cpu: Optional[str] = None
     memory: Optional[str] = None
+    cpu_request: Optional[str] = None
+    memory_request: Optional[str] = None
     accelerator_type: Optional[str] = None
     accelerator_count: int = 0
     retries: int = 0
@@ -97,11 +104,12 @@ class TaskSettings:
 
 
 def _resources(app: AppDef, role: Role, settings: TaskSettings) -> None:
+    from torchx.schedulers.kubernetes_scheduler import requests_and_limits
+
     res = role.resource
-    if res.cpu is not None and res.cpu > 0:
-        settings.cpu = f"{int(res.cpu * 1000)}m"
-    if res.memMB is not None and res.memMB > 0:
-        settings.memory = f"{int(res.memMB)}M"
+    requests, limits = requests_and_limits(res)
+    settings.cpu, settings.cpu_request = limits.get("cpu"), requests.get("cpu")
+    settings.memory, settings.memory_request = limits.get("memory"), requests.get("memory")
     caps = dict(res.capabilities)
     accel = caps.pop(ACCELERATOR_TYPE, None)
     if res.gpu and res.gpu > 0:

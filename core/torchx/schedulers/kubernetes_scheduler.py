@@ -55,7 +55,7 @@ from torchx.schedulers._kubernetes.names import (
 )
 from torchx.schedulers._kubernetes.overlay import apply_pod_overlay as _apply_pod_overlay
 from torchx.schedulers._kubernetes.plain_ops import PlainOps
-from torchx.schedulers._kubernetes.pod import role_to_pod
+from torchx.schedulers._kubernetes.pod import requests_and_limits, role_to_pod
 from torchx.schedulers._kubernetes.replicas import Replica
 from torchx.schedulers._kubernetes.request import KubernetesJob, sanitize_for_serialization
 from torchx.schedulers._kubernetes.settings import Settings
@@ -101,6 +101,7 @@ __all__ = [
     "make_unique",
     "pod_labels",
     "prefix_container_name",
+    "requests_and_limits",
     "role_to_pod",
     "sanitize_for_serialization",
 ]

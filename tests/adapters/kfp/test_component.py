@@ -87,8 +87,9 @@ def test_resources_retries_env_display_name(tmp_path: Path) -> None:
         "runtimeValue": {"constant": "{{$.pipeline_task_uuid}}"}
     }
     res = c["resources"]
-    assert res["resourceCpuLimit"] == res["resourceCpuRequest"] == "2000m"
-    assert res["resourceMemoryLimit"] == res["resourceMemoryRequest"] == "4096M"
+    # the kubernetes scheduler's sizing: limits = the resource, requests less the reserve
+    assert (res["resourceCpuLimit"], res["resourceCpuRequest"]) == ("2000m", "1900m")
+    assert (res["resourceMemoryLimit"], res["resourceMemoryRequest"]) == ("4096M", "3072M")
     assert res["accelerator"]["resourceType"] == "nvidia.com/gpu"
     assert res["accelerator"]["resourceCount"] == "2"
     task = ir["root"]["dag"]["tasks"]["trainer"]
@@ -157,6 +158,31 @@ def test_named_resource_capabilities_and_kubernetes(tmp_path: Path) -> None:
     assert aws["nodeSelector"]["labels"] == {"node.kubernetes.io/instance-type": "p3.2xlarge"}
     res = executor(ir, "gpu-2")["resources"]
     assert res["accelerator"]["resourceType"] == "nvidia.com/gpu"
+
+
+@pytest.mark.parametrize("resource", ["aws_g5.2xlarge", "aws_p3.2xlarge", "cpu.small"])
+def test_named_resource_sized_like_the_kubernetes_scheduler(tmp_path: Path, resource: str) -> None:
+    """KFP requests and limits equal those of the pod the kubernetes scheduler would create."""
+    from torchx.schedulers.kubernetes_scheduler import role_to_pod
+
+    app = _one_role(resource=specs.resource(h=resource))
+
+    @dsl.pipeline
+    def p() -> None:
+        container_from_app(app)
+
+    ir, _ = compile_ir(p, tmp_path)
+    res = executor(ir, "a")["resources"]
+    pod = role_to_pod("a-0", app.roles[0], None)
+    limits, requests = (
+        pod.spec.containers[0].resources.limits,
+        pod.spec.containers[0].resources.requests,
+    )
+    assert res["resourceCpuLimit"] == limits["cpu"]
+    assert res["resourceCpuRequest"] == requests["cpu"]
+    assert res["resourceMemoryLimit"] == limits["memory"]
+    assert res.get("resourceMemoryRequest", "0M") == requests["memory"]  # KFP drops a 0 request
+    assert requests["cpu"] != limits["cpu"]  # the reserve was subtracted
 
 
 def _one_role(**kw: object) -> specs.AppDef:

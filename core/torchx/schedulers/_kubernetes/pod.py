@@ -15,19 +15,34 @@ from torchx.schedulers._kubernetes.names import (
 )
 from torchx.specs.api import BindMount, DeviceMount, Resource, Role, VolumeMount
 
-__all__ = ["EFA_DEVICE", "SHM_VOLUME", "role_to_pod"]
+__all__ = ["EFA_DEVICE", "SHM_VOLUME", "requests_and_limits", "role_to_pod"]
 
 EFA_DEVICE = "vpc.amazonaws.com/efa"
 SHM_VOLUME = "dshm"
 
 
-def _resources(
+def requests_and_limits(
     resource: Resource,
-    reserved_millicpu: int,
-    reserved_memmb: int,
-    efa_device_count: Optional[int],
-) -> Any:
-    """Limits are the role's resource; requests subtract the node-reserved share (>= 0)."""
+    reserved_millicpu: int = RESERVED_MILLICPU,
+    reserved_memmb: int = RESERVED_MEMMB,
+) -> tuple[dict[str, str], dict[str, str]]:
+    """A resource's Kubernetes ``(requests, limits)`` for cpu, memory and ``nvidia.com/gpu``.
+
+    Limits are the resource itself; the CPU and memory requests subtract the node-reserved
+    share (never below 0), so a named resource sized like its instance fits that node's
+    allocatable capacity. The kubernetes scheduler and the KFP adapter both size containers
+    with this function. ``Resource.devices`` are not included.
+
+    Args:
+        resource: the role's resource.
+        reserved_millicpu: millicores subtracted from the CPU request.
+        reserved_memmb: megabytes subtracted from the memory request.
+
+    Example::
+
+        requests_and_limits(Resource(cpu=2, gpu=0, memMB=4096))
+        # ({'cpu': '1900m', 'memory': '3072M'}, {'cpu': '2000m', 'memory': '4096M'})
+    """
     limits: dict[str, str] = {}
     requests: dict[str, str] = {}
     if resource.cpu > 0:
@@ -39,6 +54,17 @@ def _resources(
         requests["memory"] = f"{max(int(resource.memMB) - reserved_memmb, 0)}M"
     if resource.gpu > 0:
         requests["nvidia.com/gpu"] = limits["nvidia.com/gpu"] = str(resource.gpu)
+    return requests, limits
+
+
+def _resources(
+    resource: Resource,
+    reserved_millicpu: int,
+    reserved_memmb: int,
+    efa_device_count: Optional[int],
+) -> Any:
+    """Limits are the role's resource; requests subtract the node-reserved share (>= 0)."""
+    requests, limits = requests_and_limits(resource, reserved_millicpu, reserved_memmb)
     for device, count in resource.devices.items():
         limits[device] = str(count)
     if efa_device_count == 0:
