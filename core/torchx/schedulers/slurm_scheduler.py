@@ -15,7 +15,9 @@ image (the job's directory). As in TorchX:
   (``job_dir``, else the directory ``torchx`` ran in), found again through ``squeue``/``sacct``.
 
 Unlike TorchX, ``log_iter`` reads both streams when none is given, ``delete`` waits until the job
-has ended, and ``list`` names each app's handle. Importing this module runs no Slurm command.
+has ended, ``list`` names each app's handle, and nothing is written to the launcher's directory
+(TorchX appends to ``.torchxslurmjobdirs`` there: it is still read, for jobs TorchX launched).
+Importing this module runs no Slurm command.
 """
 
 from __future__ import annotations
@@ -43,12 +45,12 @@ from torchx.schedulers._slurm._describe import (
     describe,
     list_from_sacct,
     list_from_squeue,
+    merge_steps,
 )
 from torchx.schedulers._slurm._logs import (
     SLURM_JOB_DIRS,
     follow_files,
     get_job_dirs,
-    save_job_dir,
 )
 from torchx.schedulers._slurm._opts import SlurmOpts
 from torchx.schedulers._slurm._request import (
@@ -165,10 +167,7 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[SlurmOpts]):
             path = os.path.join(req.job_dir or tmp, "torchx-sbatch.sh")
             with open(path, "w", encoding="utf-8") as f:
                 f.write(req.materialize())
-            job_id = self._client.sbatch(cmd, path)
-        if req.job_dir is not None:
-            save_job_dir(job_id, req.job_dir)
-        return job_id
+            return self._client.sbatch(cmd, path)
 
     # -- queries ---------------------------------------------------------------------------
 
@@ -193,9 +192,8 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[SlurmOpts]):
             return describe(app_id, live)
         rows = self._client.sacct_job(app_id)
         done, _ = components_from_sacct(rows or [], app_id)
-        if live:  # ended: squeue's state is final, sacct (when it caught up) has the steps
-            final = done if done and is_terminal(done[0].app_state) else live
-            return describe(app_id, final, state=live[0].app_state)
+        if live:  # ended: squeue's components and state are final, sacct adds the steps
+            return describe(app_id, merge_steps(live, done), state=live[0].app_state)
         return describe(app_id, done)
 
     def list(self, cfg: Optional[Mapping[str, CfgVal]] = None) -> builtins.list[ListAppResponse]:

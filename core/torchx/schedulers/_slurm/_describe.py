@@ -28,6 +28,7 @@ __all__ = [
     "describe",
     "list_from_sacct",
     "list_from_squeue",
+    "merge_steps",
 ]
 
 SACCT_FIELDS = "JobID,JobName,State,ExitCode,NodeList,WorkDir,Reason"
@@ -135,6 +136,20 @@ def components_from_sacct(lines: Iterable[str], app_id: str) -> tuple[list[Compo
     for c in comps:
         c.restarts = len(attempts) - 1
     return comps, len(attempts) - 1
+
+
+def merge_steps(live: list[Component], done: list[Component]) -> list[Component]:
+    """``squeue``'s components of an ended job with ``sacct``'s step states and restarts.
+
+    ``sacct`` may still hold a placeholder for a job that just ended (job name ``allocation``,
+    no directory): only a component with the same offset and name contributes its steps.
+    """
+    by_offset = {c.offset: c for c in done}
+    for c in live:
+        d = by_offset.get(c.offset)
+        if d is not None and d.name == c.name:
+            c.step_state, c.exit_code, c.restarts = d.step_state, d.exit_code, d.restarts
+    return live
 
 
 def _app_msg(state: AppState, comps: list[Component]) -> str:

@@ -14,7 +14,9 @@ from collections.abc import Callable, Iterator, Mapping
 __all__ = ["SLURM_JOB_DIRS", "follow_files", "get_job_dirs", "save_job_dir"]
 
 SLURM_JOB_DIRS = ".torchxslurmjobdirs"
-"""File (in the launcher's current directory) recording ``{job id} = {job_dir}``, as TorchX does."""
+"""TorchX's record of ``{job id} = {job_dir}`` in the launcher's directory. torchx-flow finds a
+job's directory through ``squeue``/``sacct`` instead and only reads this file (for jobs TorchX
+launched); :func:`save_job_dir` writes it for tools that want TorchX's record."""
 
 _POLL = 0.1
 

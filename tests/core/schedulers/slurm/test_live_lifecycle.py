@@ -127,7 +127,9 @@ def test_workspace_is_copied_into_job_dir_and_the_job_runs_there(tmp_path: Path)
     assert run.returncode == 0, run.stderr
     handle = run.stdout.strip().splitlines()[0]
     assert (job_dir / "data.txt").is_file() and not (job_dir / "secret.txt").exists()
-    assert run_torchx("log", handle).stdout.strip().endswith("from the workspace"), handle
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["job", "ws"]  # nothing in the cwd
+    log = run_torchx("log", handle)
+    assert log.stdout.strip().endswith("from the workspace"), (handle, log.stdout, log.stderr)
     assert run_torchx("run", "-s", "slurm", "-cfg", f"job_dir={job_dir}", "--workspace",
                       str(ws), "utils.sh", "true", cwd=tmp_path).returncode != 0  # fmt: skip
 

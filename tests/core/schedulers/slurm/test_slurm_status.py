@@ -188,3 +188,11 @@ def test_app_without_replicas_is_refused() -> None:
     role = Role("r", image="", entrypoint="true", num_replicas=0)
     with pytest.raises(ValueError, match="no replica to run"):
         SlurmScheduler("s", client=FakeClient([])).submit_dryrun(AppDef("a", roles=[role]), {})
+
+
+def test_sacct_placeholder_of_a_just_ended_job_is_not_used() -> None:
+    jobs = [job(234, 0, 0, "sh-0", "COMPLETED", nodes="runsc")]
+    placeholder = ["234|allocation|COMPLETED|0:0|runsc||None", "234.0|env|COMPLETED|0:0|runsc||"]
+    desc = SlurmScheduler("s", client=FakeClient(jobs, placeholder)).describe("234")
+    assert desc is not None and desc.state == AppState.SUCCEEDED
+    assert [(r.name, r.num_replicas, r.image) for r in desc.roles] == [("sh", 1, "/w")]
