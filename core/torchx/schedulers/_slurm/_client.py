@@ -43,7 +43,7 @@ class SlurmClient:
 
         Raises:
             SlurmUnavailableError: the command is not installed.
-            SlurmCommandError: ``check`` and it exited non-zero.
+            SlurmCommandError: ``check`` and it exited non-zero, or it did not end in 60 s.
         """
         try:
             proc = subprocess.run(
@@ -53,6 +53,8 @@ class SlurmClient:
                 text=True,
                 timeout=_TIMEOUT,
             )
+        except subprocess.TimeoutExpired as e:
+            raise SlurmCommandError(argv, -1, f"no answer in {_TIMEOUT:.0f} s") from e
         except FileNotFoundError as e:
             raise SlurmUnavailableError(
                 f"Slurm command `{argv[0]}` not found: run on a Slurm login node (Slurm client"
@@ -101,7 +103,7 @@ class SlurmClient:
         """The memory (MB) of a node of ``partition`` (default: the default partition), or None."""
         try:
             proc = self.run(["sinfo", "--noheader", "--format=%P|%m", "--noconvert"], check=False)
-        except SlurmUnavailableError:
+        except (SlurmUnavailableError, SlurmCommandError):
             return None
         if proc.returncode != 0:
             return None
