@@ -1,7 +1,7 @@
 """Compiles pipelines/torchx_training.py to KFP IR YAML and runs the compiled file with kfp.local.
 
 Container steps run under kfp.local's DockerRunner when a Docker engine is reachable
-(DOCKER_HOST; this venv is mounted into torchx-flow/python:3.11); otherwise the launcher
+(DOCKER_HOST; this venv is mounted into torchx-flow/torch:2.13.0); otherwise the launcher
 twin (pipelines/torchx_training_launcher.py) runs under the SubprocessRunner on local_cwd.
 kfp.local's executor output goes to ``<workdir>/kfp-local.log`` (its path is printed); the
 terminal gets one line per task and a summary line (and the end of the log if the run failed).
@@ -37,7 +37,7 @@ def compile_pipeline(name: str, out_dir: Path) -> Path:
 
 
 def docker_reachable() -> str:
-    """Returns "" when DOCKER_HOST serves torchx-flow/python:3.11, else why not."""
+    """Returns "" when DOCKER_HOST serves torchx-flow/torch:2.13.0, else why not."""
     host = os.environ.get("DOCKER_HOST", "")
     if not host:
         return "DOCKER_HOST is not set"
@@ -46,7 +46,7 @@ def docker_reachable() -> str:
 
         client = docker.DockerClient(base_url=host, timeout=3)
         client.ping()
-        client.images.get("torchx-flow/python:3.11")
+        client.images.get("torchx-flow/torch:2.13.0")
         client.close()
     except Exception as e:  # any failure: no usable engine
         return f"{type(e).__name__}: {e}"
@@ -68,18 +68,18 @@ def main() -> int:
     why = docker_reachable()
     name = "torchx_training" if not why else "torchx_training_launcher"
     compiled = components.load_component_from_file(str(compile_pipeline(name, work)))
-    run_args = dict(examples=str(REPO / "examples"), workdir=str(work / "run"))
-    run_args["tracker_dir"] = str(work / "run" / "tracker")
+    run_args = dict(examples=str(REPO / "examples"), tracker_dir=str(work / "run" / "tracker"))
+    (work / "run" / "tracker").mkdir(parents=True, exist_ok=True)
     if why:
         print(f"== no Docker engine ({why}): running the launcher pipeline on local_cwd")
         local.init(runner=local.SubprocessRunner(use_venv=False), pipeline_root=str(work / "root"))
-        run_args.update(steps=str(args.steps), scheduler="local_cwd")
+        run_args.update(steps=str(args.steps), scheduler="local_cwd", workdir=str(work / "run"))
         mode = "SubprocessRunner, launcher steps on local_cwd"
     else:
         runner = venv_docker_runner(read_only=[str(REPO)], read_write=[str(work)])
         local.init(runner=runner, pipeline_root=str(work / "root"))
         run_args.update(steps=args.steps)
-        mode = "DockerRunner, container steps in torchx-flow/python:3.11"
+        mode = "DockerRunner, container steps in torchx-flow/torch:2.13.0, data as artifacts"
     log = work / "kfp-local.log"
     print(f"== kfp.local run ({mode}); its full log: {log}", flush=True)
     start = time.monotonic()
@@ -94,7 +94,8 @@ def main() -> int:
     if error is not None:
         print(f"kfp-local-run: {name} FAILED in {took:.1f} s ({mode}): {error}; log: {log}")
         return 1
-    metrics = json.loads((work / "run" / "metrics.json").read_text())
+    metrics_files = [work / "run" / "metrics.json", *(work / "root").glob("*/evaluate/metrics")]
+    metrics = json.loads(next(p for p in metrics_files if p.is_file()).read_text())
     print(
         f"kfp-local-run: {name} SUCCEEDED in {took:.1f} s ({mode}): checkpoint"
         f" {metrics['checkpoint']}, mse {metrics['mse']:.4f}, tracker {work / 'run' / 'tracker'}"

@@ -4,6 +4,8 @@
   as one KFP container task (resources, accelerator, retries, env, macros, Kubernetes).
 - :func:`launcher_from_app` / :func:`launcher_component`: any app (several roles or nodes)
   through a task that submits it with a TorchX scheduler and follows it to the end.
+- :func:`output_path`: the local path of a container task's output artifact
+  (``outputs={"model": Model}``), for the app's arguments.
 
 Needs the ``[kfp]`` extra (``pip install 'torchx-flow[kfp]'``).
 """
@@ -14,6 +16,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from torchx_kfp._compile.artifacts import output_path
     from torchx_kfp._compile.task_settings import ACCELERATOR_TYPE
     from torchx_kfp._compile.workflow import pipeline_from_workflow
     from torchx_kfp._errors import TorchXKfpAppError
@@ -28,6 +31,7 @@ __all__ = [
     "container_from_app",
     "launcher_component",
     "launcher_from_app",
+    "output_path",
     "pipeline_from_workflow",
 ]
 
@@ -39,6 +43,7 @@ _LAZY = {
     "container_from_app": "torchx_kfp.component",
     "launcher_component": "torchx_kfp.launcher",
     "launcher_from_app": "torchx_kfp.launcher",
+    "output_path": "torchx_kfp._compile.artifacts",
     "pipeline_from_workflow": "torchx_kfp._compile.workflow",
 }
 

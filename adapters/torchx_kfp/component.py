@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from kfp.dsl.pipeline_task import PipelineTask
 
     from torchx.specs.api import AppDef
+    from torchx_kfp._compile.artifacts import ArtifactRef
     from torchx_kfp._compile.params import ComponentInput
     from torchx_kfp._compile.task_settings import TaskSettings
 
@@ -99,40 +100,72 @@ class TorchXComponent(BaseComponent):
         return task
 
 
-def _channel_args(
-    args: Sequence[Any],
-) -> tuple[list[str], list[ComponentInput], dict[str, PipelineChannel]]:
-    """Replaces pipeline channels (or f-strings of them) in ``args`` by probe tokens."""
+def _channel_name(channel: PipelineChannel) -> str:
     import re
 
-    from kfp.dsl.pipeline_channel import extract_pipeline_channels_from_any
+    raw = f"{channel.task_name}_{channel.name}" if channel.task_name else channel.name
+    return re.sub(r"\W", "_", raw)
 
+
+def _channel_args(
+    args: Sequence[Any],
+) -> tuple[list[str], list[ComponentInput], dict[str, PipelineChannel], list[ArtifactRef]]:
+    """Replaces pipeline channels (or f-strings of them) in ``args`` by probe tokens.
+
+    An artifact channel (an upstream task's output artifact) and ``output_path(name)`` are
+    artifact paths: string inputs while the component is built (see
+    :mod:`torchx_kfp._compile.artifacts`), returned as artifact references too.
+    """
+    from kfp.dsl.pipeline_channel import (
+        PipelineArtifactChannel,
+        extract_pipeline_channels_from_any,
+    )
+
+    from torchx_kfp._compile.artifacts import (
+        OUTPUT_PATH,
+        ArtifactRef,
+        artifact_channels,
+        artifact_type,
+        token_input,
+    )
     from torchx_kfp._compile.params import ComponentInput, probe_token
 
-    out, found, channels = [], [], {}
+    out: list[str] = []
+    found: dict[str, ComponentInput] = {}
+    channels: dict[str, PipelineChannel] = {}
+    refs: dict[str, ArtifactRef] = {}
+
+    def token(name: str, kind: str = "String") -> str:
+        found.setdefault(name, ComponentInput(name, kind, None, probe_token(name, "String")))
+        return found[name].token
+
     for arg in args:
         text = str(arg)
-        for channel in extract_pipeline_channels_from_any(text):
-            raw = f"{channel.task_name}_{channel.name}" if channel.task_name else channel.name
-            name = re.sub(r"\W", "_", raw)
-            if name not in channels:
-                kind = str(channel.channel_type)
-                channels[name] = channel
-                found.append(ComponentInput(name, kind, None, probe_token(name, "String")))
-            text = text.replace(channel.pattern, probe_token(name, "String"))
+        for channel in [*extract_pipeline_channels_from_any(text), *artifact_channels(text)]:
+            name = _channel_name(channel)
+            channels.setdefault(name, channel)
+            kind = str(channel.channel_type)
+            if isinstance(channel, PipelineArtifactChannel):
+                kind = artifact_type(channel.channel_type)
+                refs.setdefault(name, ArtifactRef(name, name, kind, output=False))
+            text = text.replace(channel.pattern, token(name, kind))
+        for name in OUTPUT_PATH.findall(text):
+            key = token_input(name, output=True)
+            refs.setdefault(key, ArtifactRef(name, key, None, output=True))
+            text = text.replace(f"{{{{$.outputs.artifacts['{name}'].path}}}}", token(key))
         out.append(text)
-    return out, found, channels
+    return out, list(found.values()), channels, list(refs.values())
 
 
 def resolve_app(
     app: AppOrComponent,
     component_args: Optional[Sequence[Any]],
     inputs: Optional[Sequence[str]],
-) -> tuple[AppDef, list[ComponentInput], dict[str, PipelineChannel]]:
-    """Returns a private AppDef, its inputs and the channels found in ``component_args``.
+) -> tuple[AppDef, list[ComponentInput], dict[str, PipelineChannel], list[ArtifactRef]]:
+    """Returns a private AppDef, its inputs, the channels and the input artifacts of its args.
 
     Inputs come from the component's typed parameters and from pipeline channels (or
-    f-strings of them) inside ``component_args``.
+    f-strings of them) inside ``component_args``; artifact channels there are input artifacts.
     """
     from torchx.specs.api import AppDef
     from torchx_kfp._compile.params import component_with_inputs
@@ -143,7 +176,7 @@ def resolve_app(
                 f"app `{app.name}` is an AppDef: component_args and inputs need a component"
                 " (a name such as 'utils.echo', 'file.py:fn', or a component function)"
             )
-        return copy.deepcopy(app), [], {}
+        return copy.deepcopy(app), [], {}, []
     if isinstance(app, str):
         from torchx.specs.finder import get_component
 
@@ -152,10 +185,10 @@ def resolve_app(
         fn = app
     else:
         raise TypeError(f"expected an AppDef, a component name or function, got {app!r}")
-    bound, arg_inputs, channels = _channel_args(component_args or [])
+    bound, arg_inputs, channels, artifacts = _channel_args(component_args or [])
     resolved, found = component_with_inputs(fn, bound, inputs)
     _check_tokens(resolved, arg_inputs)
-    return resolved, [*found, *arg_inputs], channels
+    return resolved, [*found, *arg_inputs], channels, artifacts
 
 
 def _check_tokens(app: AppDef, inputs: Sequence[ComponentInput]) -> None:
@@ -199,6 +232,7 @@ def component_from_app(
     tolerations: Optional[Sequence[Mapping[str, Any]]] = None,
     secrets: Optional[Mapping[str, Mapping[str, str]]] = None,
     shm: bool = True,
+    outputs: Optional[Mapping[str, Any]] = None,
 ) -> TorchXComponent:
     """Returns a KFP v2 container component that runs a single-role, single-replica app.
 
@@ -217,7 +251,9 @@ def component_from_app(
         inputs: component parameters to expose as KFP inputs (None: every parameter whose
             value flows verbatim into args or env and is not in ``component_args``).
         image: replaces the role's image.
-        resource: a named resource (``cpu.small``, ``aws_p4d.24xlarge``) for the role.
+        resource: a named resource (``cpu.small``, ``aws_g5.2xlarge``) for the role, sized as
+            the kubernetes scheduler sizes it (requests less the node-reserved share).
+            Resources with ``devices`` (EFA: ``aws_p4d.24xlarge``) need the launcher.
         max_retries: replaces ``Role.max_retries`` (the task's KFP retries).
         env: variables set in the role's env (they beat the role's own values).
         env_inputs: env vars whose values are extra string inputs (``env_<name>``).
@@ -227,21 +263,28 @@ def component_from_app(
         tolerations: Kubernetes tolerations (``{key, operator, value, effect}``).
         secrets: ``{secret name: {secret key: env var}}`` exposed as env.
         shm: mount a memory emptyDir at ``/dev/shm``.
+        outputs: output artifacts the app writes, ``{name: artifact type}`` (``Dataset``,
+            ``Model``, ``Metrics``, ... from ``kfp.dsl``); the args give the app the local path
+            of each with :func:`torchx_kfp.output_path` and KFP stores what it wrote there.
+            An upstream output artifact in ``component_args`` (``train.outputs["model"]``,
+            or an f-string of it) becomes an input artifact, replaced by its local path.
 
     Raises:
         ValueError: the app needs more than one KFP task (several roles or replicas, ports,
             devices, bind or device mounts, ...): use :func:`torchx_kfp.launcher_from_app`.
     """
+    from torchx_kfp._compile.artifacts import with_artifacts
     from torchx_kfp._compile.checks import check_single_task
     from torchx_kfp._compile.macros import substitute_macros
     from torchx_kfp._compile.spec import component_yaml
     from torchx_kfp._compile.task_settings import task_settings
 
-    resolved, found, channels = resolve_app(app, component_args, inputs)
+    resolved, found, channels, artifacts = resolve_app(app, component_args, inputs)
     resolved = _override(resolved, image, resource, max_retries)
     role = substitute_macros(resolved, check_single_task(resolved))
     role.env.update(env or {})  # `env=` beats the role's own values, as LaunchRequest.env does
     spec = component_yaml(resolved, role, found, env_inputs)
+    spec = with_artifacts(spec, artifacts, outputs or {})
     settings = task_settings(
         resolved,
         role,
@@ -267,7 +310,19 @@ _OPTIONS = (
     "tolerations",
     "secrets",
     "shm",
+    "outputs",
 )
+
+
+def _check_env_channels(channels: Mapping[str, PipelineChannel]) -> None:
+    from kfp.dsl.pipeline_channel import PipelineArtifactChannel
+
+    for var, channel in channels.items():
+        if isinstance(channel, PipelineArtifactChannel):
+            raise ValueError(
+                f"env `{var}` is an artifact ({channel.name}): pass artifacts in component_args,"
+                " where they become the artifact's local path"
+            )
 
 
 def container_from_app(app: AppOrComponent, *args: Any, **kwargs: Any) -> PipelineTask:
@@ -278,11 +333,20 @@ def container_from_app(app: AppOrComponent, *args: Any, **kwargs: Any) -> Pipeli
     pipeline channels (they become ``env_<name>`` inputs); every other keyword argument is a
     component input (a component parameter, or ``parent_run_id``).
 
-    Example::
+    Example (data between the tasks as KFP artifacts)::
 
-        prep = container_from_app("utils.python", ["--script", "prep.py"])
+        from kfp.dsl import Dataset, Model
+        from torchx_kfp import output_path
+
+        prep = container_from_app(
+            "utils.python", ["--script", "prep.py", "--", "--out", output_path("data")],
+            outputs={"data": Dataset}, image="torchx-flow/torch:2.13.0",
+        )
         train = container_from_app(
-            "dist.ddp", ["-j", "1x2", "--script", "train.py"], resource="cpu.small",
+            "dist.ddp", ["-j", "1x2", "--script", "train.py", "--",
+                         "--data", f"{prep.outputs['data']}/dataset.json",
+                         "--output-dir", output_path("model")],
+            outputs={"model": Model}, resource="cpu.small", image="torchx-flow/torch:2.13.0",
             parent_run_id=prep.outputs["tracker_run_id"],
         )
     """
@@ -291,6 +355,7 @@ def container_from_app(app: AppOrComponent, *args: Any, **kwargs: Any) -> Pipeli
     options = {k: kwargs.pop(k) for k in _OPTIONS if k in kwargs}
     env = dict(kwargs.pop("env", None) or {})
     channels = {k: v for k, v in env.items() if isinstance(v, PipelineChannel)}
+    _check_env_channels(channels)
     static = {k: str(v) for k, v in env.items() if k not in channels}
     component = component_from_app(app, env=static, env_inputs=sorted(channels), **options)
     from torchx_kfp._compile.spec import env_input_name

@@ -4,6 +4,11 @@ Container steps need Python and torchx-flow inside their image. For local runs t
 ``torchx-flow/python:3.11`` (built by ``scripts/infra/up.sh``) gets this interpreter's venv,
 its base Python installation and the given project directories bind-mounted read-only at
 the same paths, and ``PATH`` starting with the venv's ``bin``; no network, nothing pulled.
+
+:func:`collect_output_artifacts` makes kfp.local pass a container task's output artifacts on
+as the KFP backend does (the backend's launcher uploads every declared output artifact from
+its local path; kfp.local only reads the executor-output file, which a container task that
+is not a Python component does not write). :func:`venv_docker_runner` installs it.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
-__all__ = ["LOCAL_LABEL", "venv_docker_runner", "venv_mounts"]
+__all__ = ["LOCAL_LABEL", "collect_output_artifacts", "venv_docker_runner", "venv_mounts"]
 
 LOCAL_LABEL = "torchx-flow.kfp-local"
 """Docker label put on every container a :func:`venv_docker_runner` starts."""
@@ -55,6 +60,7 @@ def venv_docker_runner(
     """
     from kfp import local
 
+    collect_output_artifacts()
     path = os.pathsep.join([os.path.join(sys.prefix, "bin"), "/usr/local/bin", "/usr/bin", "/bin"])
     return local.DockerRunner(
         mounts=venv_mounts(read_only, read_write),
@@ -63,3 +69,31 @@ def venv_docker_runner(
         environment={"PATH": path, **(env or {})},
         labels={LOCAL_LABEL: "1", **(labels or {})},
     )
+
+
+def collect_output_artifacts() -> None:
+    """Makes kfp.local return the output artifacts a container task wrote (idempotent).
+
+    A declared output artifact missing from the task's executor output is added with the
+    uri kfp.local assigned it, when something exists at that path (the backend's launcher
+    uploads it from there whatever the container did).
+    """
+    from kfp.local import executor_output_utils as utils
+
+    if getattr(utils.get_outputs_for_task, "_torchx_kfp", False):
+        return
+    original = utils.get_outputs_for_task
+
+    def get_outputs_for_task(executor_input: Any, component_spec: Any) -> Any:
+        outputs = original(executor_input=executor_input, component_spec=component_spec)
+        output = utils.load_executor_output(executor_input.outputs.output_file)
+        for name, artifacts in executor_input.outputs.artifacts.items():
+            if name in outputs or name in output.artifacts or not artifacts.artifacts:
+                continue
+            if os.path.exists(artifacts.artifacts[0].uri):
+                output.artifacts[name].CopyFrom(artifacts)
+                outputs[name] = utils.artifact_list_to_dsl_artifact(artifacts, False)
+        return outputs
+
+    get_outputs_for_task._torchx_kfp = True  # type: ignore[attr-defined]
+    utils.get_outputs_for_task = get_outputs_for_task

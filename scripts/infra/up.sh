@@ -27,6 +27,10 @@ if [ $status = 0 ]; then
   if [ $status = 0 ] && [ -x "$here/compose-images.sh" ]; then
     "$here/compose-images.sh" >&2 || status=1
   fi
+  # the image the KFP example pipelines run (torch + torchx-flow + examples, built offline)
+  if [ $status = 0 ] && [ -x "$here/torch-image.sh" ]; then
+    "$here/torch-image.sh" >&2 || status=1
+  fi
 fi
 if [ $status = 0 ]; then
   if reg=$("$here/registry.sh" env 2>/dev/null); then

@@ -53,26 +53,43 @@ def assert_training_outputs(work: Path) -> None:
     assert tracker.artifacts(train)["checkpoint"].path == str(ckpts[0])
 
 
+def assert_artifact_outputs(root: Path, tracker_dir: Path) -> None:
+    """The checkpoint, dataset and metrics are KFP artifacts under the pipeline root."""
+    from torchx.tracker.backend.fsspec import create
+
+    (run,) = list(root.iterdir())
+    (ckpt,) = list((run / "train" / "model").glob("*/model.pt"))
+    assert json.loads((run / "prepare-data" / "dataset" / "dataset.json").read_text())["seed"] == 0
+    metrics = json.loads((run / "evaluate" / "metrics").read_text())
+    assert metrics["checkpoint"] == str(ckpt) and metrics["mse"] >= 0
+    tracker = create(str(tracker_dir))
+    train = next(r for r in tracker.run_ids() if r.endswith(f"/{ckpt.parent.name}"))
+    evaluate = next(r for r in tracker.run_ids() if "/evaluate-" in r)
+    assert [s.source_run_id for s in tracker.sources(evaluate)] == [train]
+    (prepare,) = [s.source_run_id for s in tracker.sources(train)]
+    assert "/prepare-data-" in prepare
+    assert tracker.metadata(evaluate)["mse"] == metrics["mse"]
+    assert tracker.artifacts(train)["checkpoint"].path == str(ckpt)
+
+
 @pytest.mark.docker
 @pytest.mark.slow
 def test_training_pipeline_under_docker_runner(tmp_path: Path) -> None:
+    """Data goes from task to task as KFP artifacts (no shared host directory)."""
     from kfp import local
 
     from torchx_kfp.local import venv_docker_runner
 
-    work = tmp_path / "work"
-    work.mkdir()
+    tracker = tmp_path / "tracker"
+    tracker.mkdir()
     local.init(
-        runner=venv_docker_runner(read_only=[str(REPO)], read_write=[str(tmp_path)]),
+        runner=venv_docker_runner(read_only=[str(REPO)], read_write=[str(tracker)]),
         pipeline_root=str(tmp_path / "root"),
     )
     load("torchx_training").torchx_training(
-        examples=str(REPO / "examples"),
-        workdir=str(work),
-        tracker_dir=str(work / "tracker"),
-        steps=10,
+        examples=str(REPO / "examples"), tracker_dir=str(tracker), steps=10
     )
-    assert_training_outputs(work)
+    assert_artifact_outputs(tmp_path / "root", tracker)
 
 
 @pytest.mark.slow
