@@ -144,10 +144,12 @@ def _module_paths() -> Iterator[str]:
         file = getattr(module, "__file__", None)
         if isinstance(file, str) and not _is_stdlib(file, stdlib, site):
             yield file
-        path = getattr(module, "__path__", None)
-        if path is not None:
-            dirs = [p for p in path if isinstance(p, str) and not _is_stdlib(p, stdlib, site)]
-            yield from _package_dirs(dirs)
+        try:
+            path = list(getattr(module, "__path__", None) or ())
+        except TypeError:  # a __path__ that is no path list (torch._classes)
+            continue
+        dirs = [p for p in path if isinstance(p, str) and not _is_stdlib(p, stdlib, site)]
+        yield from _package_dirs(dirs)
 
 
 def store_names(names: Iterable[str]) -> bool:

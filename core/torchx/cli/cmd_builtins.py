@@ -9,8 +9,12 @@ The list comes from a cache of the component names when nothing it depends on ch
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from torchx.cli.cmd_base import SubCommand
+
+if TYPE_CHECKING:
+    from torchx.specs.finder import _Component
 
 __all__ = ["CmdBuiltins"]
 
@@ -27,6 +31,12 @@ class CmdBuiltins(SubCommand):
             metavar="NAME",
             help="print the source of the builtin component NAME",
         )
+
+    def _builtins(self) -> dict[str, _Component]:
+        """Returns the valid builtin components by name (imports them; ``run`` uses a cache)."""
+        from torchx.specs.finder import get_components
+
+        return get_components()
 
     def run(self, args: argparse.Namespace) -> None:
         """Prints the component list, or the source of ``--print NAME``."""

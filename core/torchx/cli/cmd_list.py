@@ -72,7 +72,7 @@ class CmdList(SubCommand):
             opts = runner.scheduler_run_opts(args.scheduler)
             cfg = dict(opts.cfg_from_str(args.scheduler_args or ""))
             config.apply(scheduler=args.scheduler, cfg=cfg)
-            apps = runner.list(args.scheduler, cfg)
+            apps = runner.list(args.scheduler, cfg if cfg else None)  # as TorchX: {} -> None
         if args.json:
             import json
 

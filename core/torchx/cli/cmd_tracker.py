@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 from collections.abc import Sequence
@@ -73,12 +74,19 @@ class CmdTracker(SubCommand):
         arts = what.add_parser("artifacts", help="artifacts of a run")
         arts.add_argument("--artifact", default=None, help="only this artifact")
         arts.add_argument("run_id")
-        what.add_parser("lineage", help="same as `torchx tracker lineage`").add_argument("run_id")
+        what.add_parser("lineage", help="same as `torchx tracker lineage`").add_argument(
+            "run_id", nargs="?", default=None
+        )
         commands.add_parser("lineage", help="parents and descendants of a run").add_argument(
-            "run_id"
+            "run_id", nargs="?", default=None
         )
         for p in (list_parser, *what.choices.values(), commands.choices["lineage"]):
             p.add_argument("--json", action="store_true", default=argparse.SUPPRESS)
+        # as TorchX: each subcommand sets ``args.func`` (``args.func(args)`` runs it)
+        for name, p in what.choices.items():
+            p.set_defaults(func=functools.partial(self._dispatch, name, p))
+        lineage = commands.choices["lineage"]
+        lineage.set_defaults(func=functools.partial(self._dispatch, "lineage", lineage))
 
     @property
     def tracker(self) -> TrackerBase:
@@ -96,9 +104,16 @@ class CmdTracker(SubCommand):
 
     def run(self, args: argparse.Namespace) -> None:
         """Runs the selected tracker query and prints a table (or JSON with ``--json``)."""
-        what = "lineage" if args.tracker_cmd == "lineage" else args.list_what
-        handler = getattr(self, f"_{what}")
-        handler(self.tracker, args)
+        args.func(args)
+
+    def _dispatch(
+        self, what: str, parser: argparse.ArgumentParser, args: argparse.Namespace
+    ) -> None:
+        if what == "lineage" and not args.run_id:
+            parser.error("lineage needs the RUN_ID of the run to trace")
+        if not hasattr(args, "json"):
+            args.json = False
+        getattr(self, f"_{what}")(self.tracker, args)
         sys.stdout.flush()
 
     def _jobs(self, tracker: TrackerBase, args: argparse.Namespace) -> None:
