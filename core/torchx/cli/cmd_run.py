@@ -178,7 +178,16 @@ class CmdRun(SubCommand):
             self.add_arguments(self._subparser)
         return self._subparser
 
-    def _run_args_from_stdin(self, args: argparse.Namespace) -> TorchXRunArgs:
+    def verify_no_extra_args(self, args: argparse.Namespace) -> None:
+        """With ``--stdin``, exits with a usage error (2) if anything but ``--dryrun`` is given.
+
+        The JSON holds the whole configuration, the component included.
+
+        Args:
+            args: the parsed ``torchx run`` arguments.
+        """
+        if not args.stdin:
+            return
         parser = self._parser()
         conflicts = [
             action.option_strings[-1] if action.option_strings else "the component (positional)"
@@ -191,19 +200,21 @@ class CmdRun(SubCommand):
                 f"Cannot specify {', '.join(conflicts)} when using --stdin."
                 " All configuration should be provided in JSON input."
             )
+
+    def torchx_json_from_stdin(self, args: Optional[argparse.Namespace] = None) -> dict[str, Any]:
+        """Reads the ``--stdin`` JSON object; with ``args.dryrun`` sets ``"dryrun": true``.
+
+        Exits (code 1, one ``torchx: error:`` line) when stdin is not a JSON object.
+        """
         try:
-            data = json.load(sys.stdin)
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
-            raise CliError(
-                "Unable to parse JSON input for `torchx run` command, please make sure it's"
-                f" a valid JSON input. ({e})"
-            ) from e
-        if not isinstance(data, dict):
-            raise CliError(
-                "Invalid JSON input for `torchx run` command: expected a JSON object with the"
-                f" run arguments, got {type(data).__name__}"
-            )
-        run_args = torchx_run_args_from_json(data)
+            return _stdin_json(args)
+        except CliError as e:
+            print(f"torchx: error: {e}", file=sys.stderr)
+            raise SystemExit(e.exit_code) from e
+
+    def _run_args_from_stdin(self, args: argparse.Namespace) -> TorchXRunArgs:
+        self.verify_no_extra_args(args)
+        run_args = torchx_run_args_from_json(_stdin_json(args))
         run_args.dryrun = run_args.dryrun or args.dryrun
         return run_args
 
@@ -308,6 +319,24 @@ class CmdRun(SubCommand):
             detail = f": {status.msg}" if status.msg else ""
             logger.error("app %s finished with state %s%s", app_handle, status.state, detail)
             sys.exit(1)
+
+
+def _stdin_json(args: Optional[argparse.Namespace]) -> dict[str, Any]:
+    try:
+        data = json.load(sys.stdin)
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise CliError(
+            "Unable to parse JSON input for `torchx run` command, please make sure it's"
+            f" a valid JSON input. ({e})"
+        ) from e
+    if not isinstance(data, dict):
+        raise CliError(
+            "Invalid JSON input for `torchx run` command: expected a JSON object with the"
+            f" run arguments, got {type(data).__name__}"
+        )
+    if args is not None and args.dryrun:
+        data["dryrun"] = True
+    return data
 
 
 def _supervisor_started_early(args: argparse.Namespace) -> contextlib.AbstractContextManager[None]:
