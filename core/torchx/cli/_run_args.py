@@ -15,6 +15,7 @@ __all__ = [
     "TorchXRunArgs",
     "_check_workspace",
     "_parse_component_name_and_args",
+    "startup_seconds",
     "torchx_run_args_from_argparse",
     "torchx_run_args_from_json",
 ]
@@ -30,7 +31,8 @@ class TorchXRunArgs:
     ``runopts.cfg_from_json_repr``); ``scheduler_cfg`` is the parsed form and wins when
     non-empty. ``workspace`` ``""`` means the current directory and None means no workspace.
     ``component_args_str`` (CLI-style arguments) is used when non-empty, otherwise
-    ``component_args`` (``{param: value}``).
+    ``component_args`` (``{param: value}``). ``startup_timeout`` (seconds the app may take to
+    start, see :mod:`torchx.runner.follow`) makes ``torchx run`` wait.
     """
 
     component_name: str
@@ -45,6 +47,7 @@ class TorchXRunArgs:
     tee_logs: bool = False
     component_args: dict[str, Any] = field(default_factory=dict)
     component_args_str: list[str] = field(default_factory=list)
+    startup_timeout: Optional[float] = None
 
 
 _FIELD_TYPES: dict[str, tuple[type, ...]] = {
@@ -60,6 +63,7 @@ _FIELD_TYPES: dict[str, tuple[type, ...]] = {
     "tee_logs": (bool,),
     "component_args": (dict,),
     "component_args_str": (list,),
+    "startup_timeout": (int, float, type(None)),
 }
 
 
@@ -89,14 +93,19 @@ def torchx_run_args_from_json(json_data: dict[str, Any]) -> TorchXRunArgs:
             f"Please check your JSON and try launching again (fields: {', '.join(all_fields)}).",
         )
     for name, value in json_data.items():
-        if not isinstance(value, _FIELD_TYPES[name]):
-            expected = " or ".join(_json_type(t) for t in _FIELD_TYPES[name])
+        types = _FIELD_TYPES[name]
+        if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
+            expected = " or ".join(dict.fromkeys(_json_type(t) for t in types))
             raise ValueError(f"field `{name}` of the run command must be {expected}, got {value!r}")
+    timeout = json_data.get("startup_timeout")
+    if timeout is not None and timeout < 0:
+        raise ValueError(f"field `startup_timeout` must be >= 0 seconds, got {timeout!r}")
     return TorchXRunArgs(**json_data)
 
 
 def _json_type(tp: type) -> str:
     names = {str: "a string", dict: "an object", bool: "a boolean", list: "an array"}
+    names.update({int: "a number", float: "a number"})
     return names.get(tp, "null")
 
 
@@ -126,7 +135,23 @@ def torchx_run_args_from_argparse(
         parent_run_id=args.parent_run_id,
         tee_logs=args.tee_logs,
         component_args_str=component_args,
+        startup_timeout=getattr(args, "startup_timeout", None),
     )
+
+
+def startup_seconds(text: str) -> float:
+    """``--startup_timeout``'s type: seconds >= 0.
+
+    Raises:
+        argparse.ArgumentTypeError: not a number, or negative (argparse prints it, exit 2).
+    """
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = -1.0
+    if not seconds >= 0:  # also NaN
+        raise argparse.ArgumentTypeError(f"expected seconds >= 0 (e.g. 300), got {text!r}")
+    return seconds
 
 
 def _check_workspace(workspace: Optional[str]) -> None:

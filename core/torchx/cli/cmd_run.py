@@ -8,6 +8,11 @@ Other schedulers wait only with ``--wait`` (``--log`` also streams the logs; ``-
 is accepted as an alias of ``--log``). On SIGINT/SIGTERM while waiting it cancels the app and
 exits with ``128 + signal number`` (130 or 143).
 
+Waiting is :mod:`torchx.runner.follow`: an app that fails ends the output with its reason,
+its status and the last lines of each failed replica. ``--startup_timeout SECONDS`` (implies
+``--wait``) cancels an app that has not started by then (e.g. a Kubernetes pod stuck in
+``ImagePullBackOff`` or unschedulable) and says why, with the scheduler's reason.
+
 ``--stdin`` reads the whole run configuration as JSON (see :class:`TorchXRunArgs`).
 """
 
@@ -19,7 +24,6 @@ import json
 import logging
 import os
 import sys
-import threading
 from typing import TYPE_CHECKING, Any, Optional, Union
 
 from torchx.cli._errors import CliError, exception_message
@@ -27,6 +31,7 @@ from torchx.cli._run_args import (
     TorchXRunArgs,
     _check_workspace,
     _parse_component_name_and_args,
+    startup_seconds,
     torchx_run_args_from_argparse,
     torchx_run_args_from_json,
 )
@@ -63,7 +68,7 @@ MISSING_COMPONENT_ERROR_MSG = (
 """The usage error when neither the command line nor ``[cli:run]`` names a component."""
 
 _STDIN_COMPATIBLE = {"help", "stdin", "dryrun"}
-_LOG_JOIN_TIMEOUT = 60.0
+_LOG_TAIL = 20  # last lines of each failed replica at the end of the output
 
 
 def get_runner(*args: Any, **kwargs: Any) -> Runner:
@@ -117,6 +122,15 @@ class CmdRun(SubCommand):
             action="store_true",
             default=False,
             help="stream the app's logs to stderr while waiting (implies --wait)",
+        )
+        subparser.add_argument(
+            "--startup_timeout",
+            type=startup_seconds,
+            action=ArgOnceAction,
+            default=None,
+            metavar="SECONDS",
+            help="cancel the app if it has not started after SECONDS (e.g. an image that cannot"
+            " be pulled, no node with room for it) and say why; implies --wait",
         )
         subparser.add_argument(
             "--workspace",
@@ -285,8 +299,9 @@ class CmdRun(SubCommand):
         app_handle = runner.run_component(**self._call_args(run_args, cfg))
         print(app_handle, flush=True)
         log = run_args.log or run_args.tee_logs
+        startup = run_args.startup_timeout
         if run_args.scheduler.startswith("local") and not cfg.get("detach"):
-            self._wait_and_exit(runner, app_handle, log=True)
+            self._wait_and_exit(runner, app_handle, log=True, startup_timeout=startup)
             return
         logger.info("Launched app: %s", app_handle)
         status = runner.status(app_handle)
@@ -294,30 +309,39 @@ class CmdRun(SubCommand):
             logger.info("AppStatus: %s", status.state)
             if status.ui_url:
                 logger.info("Job URL: %s", status.ui_url)
-        if run_args.wait or log:
-            self._wait_and_exit(runner, app_handle, log=log)
+        if run_args.wait or log or startup is not None:
+            self._wait_and_exit(runner, app_handle, log=log, startup_timeout=startup)
 
-    def _wait_and_exit(self, runner: Runner, app_handle: str, log: bool) -> None:
+    def _wait_and_exit(
+        self, runner: Runner, app_handle: str, log: bool, startup_timeout: Optional[float] = None
+    ) -> None:
         try:
-            self._wait(runner, app_handle, log)
+            self._wait(runner, app_handle, log, startup_timeout)
         except signal_exception_types() as e:
             logger.warning("interrupted (%s); cancelling %s", exception_message(e), app_handle)
             runner.cancel(app_handle)
             sys.exit(exit_code_for(e))
 
-    def _wait(self, runner: Runner, app_handle: str, log: bool) -> None:
-        from torchx.specs.api import AppState
+    def _wait(
+        self, runner: Runner, app_handle: str, log: bool, startup_timeout: Optional[float]
+    ) -> None:
+        from torchx.runner.follow import follow
 
-        logs_thread = _start_log_thread(runner, app_handle) if log else None
-        status = runner.wait(app_handle, wait_interval=1)
-        if status is None:
+        result = follow(
+            runner,
+            app_handle,
+            on_log=_print_to_stderr if log else None,
+            log_prefix=_log_prefix(colorize=sys.stderr.isatty()),
+            log_tail=_LOG_TAIL,
+            startup_timeout=startup_timeout,
+            cancel_on_failure=False,  # _wait_and_exit cancels on a signal
+            wait_interval=1,
+        )
+        if result.status is None:
             raise CliError(f"app `{app_handle}` disappeared before it finished")
-        if logs_thread is not None:
-            logs_thread.join(timeout=_LOG_JOIN_TIMEOUT)
-        logger.info("Job finished: %s", status.state)
-        if status.state != AppState.SUCCEEDED:
-            detail = f": {status.msg}" if status.msg else ""
-            logger.error("app %s finished with state %s%s", app_handle, status.state, detail)
+        logger.info("Job finished: %s", result.status.state)
+        if not result.succeeded:
+            logger.error("%s", result.failure_message())
             sys.exit(1)
 
 
@@ -348,22 +372,14 @@ def _supervisor_started_early(args: argparse.Namespace) -> contextlib.AbstractCo
     return prestarted_supervisor()
 
 
-def _start_log_thread(runner: Runner, app_handle: str) -> threading.Thread:
-    def stream() -> None:
-        from torchx.cli import cmd_log
+def _print_to_stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
 
-        try:
-            cmd_log.get_logs(
-                sys.stderr,
-                app_handle,
-                regex=None,
-                should_tail=True,
-                runner=runner,
-                colorize=sys.stderr.isatty(),
-            )
-        except Exception as e:  # the app's outcome is reported by the waiting thread
-            logger.warning("could not stream the logs of %s: %s", app_handle, e)
 
-    thread = threading.Thread(target=stream, name="torchx-run-logs", daemon=True)
-    thread.start()
-    return thread
+def _log_prefix(colorize: bool) -> str:
+    """The ``{role}/{replica}`` prefix of streamed log lines (green on a terminal)."""
+    if not colorize:
+        return "{role}/{replica} "
+    from torchx.util.colors import ENDC, GREEN
+
+    return f"{GREEN}{{role}}/{{replica}}{ENDC} "

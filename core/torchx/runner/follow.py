@@ -273,7 +273,11 @@ class Follower:
         ]
         if failed:
             return failed
-        return self.replicas() if self._streams is not None or self._replicas else []
+        try:  # no per-replica states: every replica of the app (one describe at most)
+            return self.replicas()
+        except Exception as e:  # a missing tail never hides the app's own failure
+            logger.warning("could not find the replicas of %s: %s", self.app_handle, e)
+            return []
 
     def _tails(self) -> dict[str, list[str]]:
         if self._tail == 0:

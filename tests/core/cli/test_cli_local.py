@@ -70,6 +70,20 @@ def test_run_local_failure_exits_1() -> None:
     assert "Traceback" not in proc.stderr
 
 
+def test_run_failure_output_ends_with_the_tail_of_the_failed_replica() -> None:
+    script = "for i in $(seq 1 30); do echo line $i; done; echo broke >&2; exit 3"
+    proc = torchx("run", "-s", "local_cwd", "utils.sh", "sh", "-c", script)
+    assert proc.returncode == 1, proc.stderr
+    handle = proc.stdout.strip()
+    assert f"TorchX app {handle} ended FAILED: " in proc.stderr
+    lines = proc.stderr.rstrip().splitlines()
+    assert lines[-21:] == [
+        "last 20 log lines of sh/0:",
+        *(f"  line {i}" for i in range(12, 31)),
+        "  broke",
+    ]
+
+
 def _spare_supervisors() -> list[str]:
     """Pids of prestarted supervisors still waiting for an app (their command line says so)."""
     found = []

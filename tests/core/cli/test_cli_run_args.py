@@ -125,3 +125,17 @@ def test_run_args_from_argparse() -> None:
         parent_run_id="p1",
         component_args_str=["--msg", "x"],
     )
+
+
+def test_run_args_from_json_startup_timeout() -> None:
+    base = {"component_name": "c", "scheduler": "s", "scheduler_args": {}}
+    assert torchx_run_args_from_json({**base, "startup_timeout": 30}).startup_timeout == 30
+    assert torchx_run_args_from_json({**base, "startup_timeout": None}).startup_timeout is None
+    for bad in (True, "30"):
+        with pytest.raises(ValueError) as e:
+            torchx_run_args_from_json({**base, "startup_timeout": bad})
+        assert e.value.args[0] == (
+            f"field `startup_timeout` of the run command must be a number or null, got {bad!r}"
+        )
+    with pytest.raises(ValueError, match="field `startup_timeout` must be >= 0 seconds, got -1"):
+        torchx_run_args_from_json({**base, "startup_timeout": -1})

@@ -39,14 +39,17 @@ from torchx.schedulers._kubernetes.plain_status import (
     app_state,
     failure,
     newest_pods,
+    num_restarts,
     replica_errors,
     replica_state,
     replica_views,
     role_statuses,
     roles,
+    waiting_status,
 )
 from torchx.schedulers._kubernetes.request import KubernetesJob
 from torchx.schedulers._kubernetes.settings import Settings
+from torchx.schedulers._kubernetes.waiting import events_reader
 from torchx.schedulers.api import DescribeAppResponse, ListAppResponse
 from torchx.specs.api import AppDef, AppState, is_terminal
 
@@ -233,6 +236,9 @@ class PlainOps:
     def describe(self, namespace: str, name: str) -> Optional[DescribeAppResponse]:
         """Describe the app; a read only (:meth:`enforce_fail_fast` stops a failed app's peers).
 
+        While the app has not ended, ``msg`` says why its PENDING replicas wait (events are
+        read only for the few whose pod does not say; see ``_kubernetes.waiting``).
+
         Returns:
             The response (app id ``{namespace}:{name}``), or None when no Job of it exists.
         """
@@ -240,17 +246,19 @@ class PlainOps:
         if not jobs:
             return None
         views = replica_views(jobs, self._pods(namespace, name))
+        state = _state(jobs, views)
         msg, error = failure(views)
-        restarts = [
-            max(((v.job.status and v.job.status.failed) or 0) - _final(v.state), 0) for v in views
-        ]
+        errors = replica_errors(views)
+        if not is_terminal(state):
+            msg, waiting = waiting_status(views, events_reader(self._core, namespace))
+            errors.update(waiting)
         return DescribeAppResponse(
             app_id=f"{namespace}:{name}",
-            state=_state(jobs, views),
-            num_restarts=max(restarts, default=0),
+            state=state,
+            num_restarts=num_restarts(views),
             msg=msg,
             structured_error_msg=error,
-            roles_statuses=role_statuses(views, replica_errors(views)),
+            roles_statuses=role_statuses(views, errors),
             roles=roles(views),
         )
 
@@ -372,10 +380,6 @@ def _stopped(job: Any) -> Optional[str]:
 def _state(jobs: list[Any], views: list[Any]) -> AppState:
     cancelled = any(_stopped(job) == "cancelled" for job in jobs)
     return app_state([v.state for v in views], cancelled)
-
-
-def _final(state: AppState) -> int:
-    return 1 if state == AppState.FAILED else 0
 
 
 def _list_state(job: Any, state: AppState) -> AppState:

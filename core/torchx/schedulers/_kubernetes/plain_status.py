@@ -1,7 +1,8 @@
 """Plain-mode state: ``batch/v1`` Jobs and their pods -> replica and app states (pure functions).
 
 A replica's state comes from its Job first (``Complete``/``Failed`` conditions, the scheduler's
-``stopped`` annotation), then from its newest pod's phase. The app is FAILED when any replica
+``stopped`` annotation), then from its newest pod's phase; a PENDING replica says why it waits
+(:func:`waiting_status`). The app is FAILED when any replica
 failed, CANCELLED when it was cancelled, SUCCEEDED when every replica succeeded, RUNNING when
 any runs, else PENDING. A failed replica's structured error is TorchX's flat JSON schema
 (``message``, ``errorCode``, ``timestamp``) built from its container's termination state: the
@@ -22,17 +23,25 @@ from torchx.schedulers._kubernetes.names import (
     LABEL_UNIQUE_NAME,
 )
 from torchx.schedulers._kubernetes.plain import ANNOTATION_STOPPED
+from torchx.schedulers._kubernetes.waiting import (
+    EventReader,
+    pending_message,
+    replica_reasons,
+    waiting_error,
+)
 from torchx.specs.api import NONE, AppState, ReplicaStatus, Role, RoleStatus
 
 __all__ = [
     "ReplicaView",
     "app_state",
     "failure",
+    "num_restarts",
     "replica_errors",
     "replica_state",
     "replica_views",
     "role_statuses",
     "roles",
+    "waiting_status",
 ]
 
 
@@ -198,6 +207,41 @@ def replica_errors(views: Sequence[ReplicaView]) -> dict[int, str]:
         if view.state == AppState.FAILED and term is not None:
             errors[i] = _error_json(term)
     return errors
+
+
+def waiting_status(
+    views: Sequence[ReplicaView], read_events: EventReader
+) -> tuple[str, dict[int, str]]:
+    """Why the PENDING replicas wait (see ``_kubernetes.waiting``).
+
+    Args:
+        views: the replicas.
+        read_events: reads an object's events (pod, else Job; a few calls at most).
+
+    Returns:
+        ``(AppStatus.msg or NONE, {index into views: structured error})``.
+    """
+    pending = [i for i, view in enumerate(views) if view.state == AppState.PENDING]
+    objects = []
+    for i in pending:
+        pod = views[i].pod
+        obj = pod if pod is not None else views[i].job
+        objects.append((pod, "Pod" if pod is not None else "Job", str(obj.metadata.name)))
+    found = replica_reasons(objects, read_events)
+    labeled = [
+        (f"{views[pending[j]].role}[{views[pending[j]].replica_id}]", reason)
+        for j, reason in sorted(found.items())
+    ]
+    errors = {pending[j]: waiting_error(reason) for j, reason in found.items()}
+    return pending_message(labeled) or NONE, errors
+
+
+def num_restarts(views: Sequence[ReplicaView]) -> int:
+    """The most restarts of any replica: its Job's failed pods, less the final failure."""
+    restarts = [
+        ((v.job.status and v.job.status.failed) or 0) - (v.state == AppState.FAILED) for v in views
+    ]
+    return max([0, *restarts])
 
 
 def _job_reason(job: Any) -> str:

@@ -28,9 +28,15 @@ from torchx.schedulers._kubernetes.volcano import (
     VOLCANO_VERSION,
     app_to_volcano_job,
 )
-from torchx.schedulers._kubernetes.volcano_status import describe_vcjob, list_entry, pod_hostname
+from torchx.schedulers._kubernetes.volcano_status import (
+    app_state,
+    describe_vcjob,
+    list_entry,
+    pod_hostname,
+)
+from torchx.schedulers._kubernetes.waiting import events_reader, replica_reasons
 from torchx.schedulers.api import DescribeAppResponse, ListAppResponse
-from torchx.specs.api import AppDef
+from torchx.specs.api import AppDef, is_terminal
 from torchx.util.strings import normalize_str
 
 __all__ = ["VolcanoOps", "check_pod_names"]
@@ -150,23 +156,31 @@ class VolcanoOps:
     def describe(self, namespace: str, name: str) -> Optional[DescribeAppResponse]:
         """Describe the Job (None if it does not exist); hostnames from the pods' IPs.
 
-        The pods are read with one label-selected list, not one request per replica.
+        The pods are read with one label-selected list, not one request per replica; while
+        the Job has not ended, pending pods say why they wait (``_kubernetes.waiting``).
         """
         job = self.get(namespace, name)
         if job is None:
             return None
-        ips = self._pod_ips(namespace, name)
+        pods = self._pods(namespace, name)
+        ips = {pod.metadata.name: pod.status.pod_ip if pod.status else None for pod in pods}
+        waiting: dict[str, str] = {}
+        if not is_terminal(app_state(job)):
+            pending = [p for p in pods if p.status is not None and p.status.phase == "Pending"]
+            objects = [(p, "Pod", str(p.metadata.name)) for p in pending]
+            found = replica_reasons(objects, events_reader(self._core, namespace))
+            waiting = {objects[i][2]: reason for i, reason in found.items()}
         return describe_vcjob(
-            f"{namespace}:{name}", job, lambda pod: pod_hostname(ips.get(pod), namespace)
+            f"{namespace}:{name}", job, lambda pod: pod_hostname(ips.get(pod), namespace), waiting
         )
 
-    def _pod_ips(self, namespace: str, name: str) -> dict[str, Optional[str]]:
+    def _pods(self, namespace: str, name: str) -> list[Any]:
         selector = f"{LABEL_UNIQUE_NAME}={clean_label(name)}"
         try:
             pods = self._core.list_namespaced_pod(namespace=namespace, label_selector=selector)
         except _api_exception():
-            return {}
-        return {pod.metadata.name: pod.status.pod_ip if pod.status else None for pod in pods.items}
+            return []
+        return list(pods.items)
 
     def has_app(self, namespace: str, name: str) -> bool:
         """Whether a Volcano Job ``name`` exists (False when the CRD is not installed)."""

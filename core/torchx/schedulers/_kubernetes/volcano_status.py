@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Optional
 
 from torchx.schedulers._kubernetes.names import LABEL_KUBE_APP_NAME
+from torchx.schedulers._kubernetes.waiting import pending_message, waiting_error
 from torchx.schedulers.api import DescribeAppResponse, ListAppResponse
 from torchx.specs.api import (
     NONE,
@@ -97,7 +98,10 @@ def _spec_tasks(vcjob: Mapping[str, Any]) -> dict[str, str]:
 
 
 def describe_vcjob(
-    app_id: str, vcjob: Mapping[str, Any], hostname: HostnameLookup
+    app_id: str,
+    vcjob: Mapping[str, Any],
+    hostname: HostnameLookup,
+    waiting: Optional[Mapping[str, str]] = None,
 ) -> DescribeAppResponse:
     """Describe a Volcano Job object.
 
@@ -106,10 +110,14 @@ def describe_vcjob(
     TorchX). A task without a count yet (its pod not created) is PENDING while the Job is not
     finished, else UNKNOWN.
 
+    A PENDING replica whose pod is in ``waiting`` says why: in ``msg`` (after the Job's own
+    message) and in its ``structured_error_msg`` (see ``_kubernetes.waiting``).
+
     Args:
         app_id: ``{namespace}:{name}``.
         vcjob: the Job object (as returned by the API server).
         hostname: looks up a pod's hostname by pod name.
+        waiting: pod name -> why it waits (its replica's reason while PENDING).
 
     Returns:
         The description; ``UNKNOWN`` without a status.
@@ -122,24 +130,32 @@ def describe_vcjob(
     absent = ReplicaState.UNKNOWN if is_terminal(state) else ReplicaState.PENDING
     roles: dict[str, Role] = {}
     statuses: dict[str, RoleStatus] = {}
+    reasons: list[tuple[str, str]] = []
     for task in [*images, *sorted(set(counts) - set(images), key=_task_sort_key)]:
         role, _, idx = task.rpartition("-")
         if role not in roles:
             roles[role] = Role(name=role, image=images.get(task, ""), num_replicas=0)
             statuses[role] = RoleStatus(role, [])
         roles[role].num_replicas += 1
+        pod = f"{name}-{task}-0"  # = volcano_pod_name(name, role, idx)
         replica = ReplicaStatus(
             id=int(idx) if idx.isdigit() else 0,
             role=role,
             state=_task_phase(counts[task] or {}) if task in counts else absent,
-            hostname=hostname(f"{name}-{task}-0"),  # = volcano_pod_name(name, role, idx)
+            hostname=hostname(pod),
         )
+        reason = (waiting or {}).get(pod) if replica.state == AppState.PENDING else None
+        if reason:
+            replica.structured_error_msg = waiting_error(reason)
+            reasons.append((f"{role}[{replica.id}]", reason))
         statuses[role].replicas.append(replica)
+    own = str((status.get("state") or {}).get("message") or "")
+    msg = "; ".join(m for m in (own, pending_message(reasons)) if m)
     return DescribeAppResponse(
         app_id=app_id,
         state=state,
         num_restarts=int(status.get("retryCount") or 0),
-        msg=str((status.get("state") or {}).get("message") or NONE),
+        msg=msg or NONE,
         roles=list(roles.values()),
         roles_statuses=list(statuses.values()),
     )

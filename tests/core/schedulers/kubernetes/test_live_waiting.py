@@ -1,0 +1,141 @@
+"""Why a replica waits, live on the local cluster (plain mode): an unschedulable pod and an image
+that cannot be pulled say so in ``AppStatus.msg``; ``startup_timeout`` cancels such an app with
+that reason and leaves no pod; ``torchx run --startup_timeout`` reports it and exits 1.
+
+``torchx-flow/busybox:latest`` exists in the node's engine, but tag ``latest`` means pull policy
+Always and nothing can be pulled here: its pod waits in ``ErrImagePull``/``ImagePullBackOff``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _k8s_live import IMAGE, api_client, docker_env, leftovers, namespace, wait_until
+
+from torchx.specs.api import AppDef, AppState, Resource, Role
+
+pytestmark = [pytest.mark.k8s, pytest.mark.slow]
+
+UNPULLABLE = "torchx-flow/busybox:latest"
+PULL_ERRORS = ("ErrImagePull", "ImagePullBackOff")
+
+
+@pytest.fixture(scope="module")
+def client() -> Iterator[Any]:
+    pytest.importorskip("kubernetes")
+    from _infra import k8s_cluster
+
+    found, why = k8s_cluster()
+    if found is None:
+        pytest.skip(why)
+    import os
+
+    os.environ["KUBECONFIG"] = found
+    api = api_client()
+    yield api
+    api.close()
+
+
+@pytest.fixture(scope="module")
+def ns(client: Any) -> Iterator[str]:
+    with namespace(client, prefix="tx-wait") as name:
+        yield name
+
+
+@pytest.fixture
+def sched(client: Any) -> Any:
+    from torchx.schedulers.kubernetes_scheduler import create_scheduler
+
+    return create_scheduler("test", client=client)
+
+
+def cfg(ns: str) -> dict[str, Any]:
+    return {"mode": "plain", "namespace": ns, "rank0_address": "pod_ip"}
+
+
+def app(name: str, image: str = IMAGE, cpu: float = 0.2) -> AppDef:
+    role = Role(
+        "worker",
+        image=image,
+        entrypoint="sh",
+        args=["-c", "echo hi"],
+        resource=Resource(cpu=cpu, gpu=0, memMB=64),
+    )
+    return AppDef(name, roles=[role])
+
+
+def waiting_msg(sched: Any, app_id: str, words: tuple[str, ...]) -> Any:
+    def check() -> Any:
+        resp = sched.describe(app_id)
+        return resp if resp is not None and any(w in resp.msg for w in words) else None
+
+    return wait_until(f"{app_id}'s msg to name one of {words}", check, timeout=120)
+
+
+def test_an_unschedulable_pod_says_insufficient_cpu(sched: Any, client: Any, ns: str) -> None:
+    app_id = sched.submit(app("nocpu", cpu=8), cfg(ns))  # the node has 2 CPUs
+    name = app_id.split(":", 1)[1]
+    try:
+        resp = waiting_msg(sched, app_id, ("Insufficient cpu",))
+        assert resp.state == AppState.PENDING
+        assert resp.msg.startswith("worker[0] Unschedulable: 0/1 nodes are available:"), resp.msg
+        (replica,) = resp.roles_statuses[0].replicas
+        assert replica.state == AppState.PENDING
+        assert "Insufficient cpu" in json.loads(replica.structured_error_msg)["message"]
+    finally:
+        sched.delete(app_id)
+    wait_until("the app's objects to go", lambda: not leftovers(client, ns, name))
+
+
+def test_startup_timeout_cancels_an_app_whose_image_cannot_be_pulled(client: Any, ns: str) -> None:
+    from torchx.runner import get_runner
+    from torchx.runner.follow import follow
+
+    with get_runner() as runner:
+        handle = runner.run(app("nopull", image=UNPULLABLE), "kubernetes", cfg(ns))
+        name = handle.rsplit(":", 1)[1]
+        try:
+            status = runner.status(handle)
+            assert status is not None
+            result = follow(runner, handle, startup_timeout=20, wait_interval=1)
+            assert result.startup_expired and result.cancelled, result
+            assert result.state == "CANCELLED"
+            assert result.reason.startswith("did not start within 20s (PENDING: worker[0] ")
+            assert any(e in result.reason for e in PULL_ERRORS), result.reason
+            assert UNPULLABLE in result.reason
+            head = result.failure_message().splitlines()[0]
+            assert head == f"TorchX app {handle} ended CANCELLED: {result.reason}"
+            # cancelled: the Job stops its pod, nothing is left running
+            wait_until("the pod to go", lambda: "pods" not in leftovers(client, ns, name))
+        finally:
+            runner.delete(handle)
+    wait_until("the app's objects to go", lambda: not leftovers(client, ns, name))
+
+
+def test_cli_run_says_why_it_waits_and_gives_up(client: Any, ns: str, tmp_path: Path) -> None:
+    from _support import run_torchx
+
+    run = run_torchx(
+        "run", "-s", "kubernetes", "--workspace", "", "--startup_timeout", "20",
+        "-cfg", f"mode=plain,namespace={ns},rank0_address=pod_ip",
+        "utils.echo", "--image", UNPULLABLE,
+        env={"DOCKER_HOST": docker_env()["DOCKER_HOST"]}, cwd=tmp_path,
+    )  # fmt: skip
+    handle = run.stdout.strip().splitlines()[-1]
+    try:
+        assert run.returncode == 1, run.stderr
+        assert "Traceback" not in run.stderr
+        assert f"TorchX app {handle} ended CANCELLED: did not start within 20s (PENDING:" in (
+            run.stderr
+        )
+        assert any(e in run.stderr for e in PULL_ERRORS), run.stderr
+        status = run_torchx("status", handle)
+        assert "State: CANCELLED" in status.stdout, status.stdout
+    finally:
+        assert run_torchx("delete", handle).returncode == 0
+    name = handle.rsplit(":", 1)[1]
+    wait_until("the app's objects to go", lambda: not leftovers(client, ns, name))
