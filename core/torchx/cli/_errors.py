@@ -5,8 +5,12 @@ from __future__ import annotations
 __all__ = ["CliError", "exception_message"]
 
 
-class CliError(Exception):
+class CliError(SystemExit):
     """A user mistake the CLI reports as ``torchx: error: <message>`` with ``exit_code``.
+
+    It is a ``SystemExit`` (with ``code == exit_code``), as TorchX's commands ``sys.exit(1)``
+    on these errors: code that calls a command's ``run`` directly sees the same exception type.
+    ``torchx.cli.main`` prints the message before exiting.
 
     Args:
         message: one line saying what is wrong and what to do.
@@ -15,7 +19,11 @@ class CliError(Exception):
 
     def __init__(self, message: str, exit_code: int = 1) -> None:
         super().__init__(message)
+        self.code = exit_code
         self.exit_code = exit_code
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
 
 
 def exception_message(e: BaseException) -> str:

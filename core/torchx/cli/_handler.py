@@ -111,6 +111,9 @@ def handle_errors(argv: Sequence[str]) -> Iterator[None]:
     """
     try:
         yield
+    except CliError as e:  # a SystemExit that carries its message
+        _print_error(argv, e)
+        sys.exit(e.exit_code)
     except SystemExit:
         raise
     except signal_exception_types() as e:
@@ -119,13 +122,17 @@ def handle_errors(argv: Sequence[str]) -> Iterator[None]:
         _silence_stdout()
         sys.exit(1)
     except Exception as e:
-        if is_debug(argv):
-            import traceback
+        _print_error(argv, e)
+        sys.exit(1)
 
-            traceback.print_exc()
-        try:
-            sys.stdout.flush()
-        except OSError:
-            _silence_stdout()
-        print(f"torchx: error: {_one_line(e)}", file=sys.stderr)
-        sys.exit(e.exit_code if isinstance(e, CliError) else 1)
+
+def _print_error(argv: Sequence[str], e: BaseException) -> None:
+    if is_debug(argv):
+        import traceback
+
+        traceback.print_exc()
+    try:
+        sys.stdout.flush()
+    except OSError:
+        _silence_stdout()
+    print(f"torchx: error: {_one_line(e)}", file=sys.stderr)

@@ -142,3 +142,21 @@ def test_torchx_json_from_stdin(
         cmd.torchx_json_from_stdin(args)
     assert exit_info.value.code == 1
     assert "expected a JSON object" in capsys.readouterr().err
+
+
+def test_cli_errors_exit_like_torchx_when_a_command_runs_directly(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from torchx.cli._errors import CliError
+    from torchx.cli._handler import handle_errors
+    from torchx.cli.cmd_log import validate
+
+    # TorchX's commands sys.exit(1) on these; calling ours directly raises a SystemExit too
+    with pytest.raises(SystemExit) as exit_info:
+        validate("local:///app_without_scheduler_session/")
+    assert isinstance(exit_info.value, CliError) and exit_info.value.code == 1
+    # ... and the CLI still prints the one line and exits with the error's code
+    with pytest.raises(SystemExit) as exit_info, handle_errors([]):
+        raise CliError("something is wrong; do this", exit_code=3)
+    assert exit_info.value.code == 3
+    assert capsys.readouterr().err == "torchx: error: something is wrong; do this\n"
