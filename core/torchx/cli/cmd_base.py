@@ -89,7 +89,7 @@ class AppHandleSubCommand(SubCommand):
         """
 
 
-def unknown_app_error(app_handle: str) -> Exception:
+def unknown_app_error(app_handle: str) -> BaseException:
     """Returns the error for an app that does not exist (exit code 1).
 
     Args:
