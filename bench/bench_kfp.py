@@ -4,8 +4,10 @@
    vs the same 50 steps written as hand-made ``@dsl.container_component``s with the same
    image, command, args and resources (goal: AppDefs <= 1.2x hand-made). Also shown: steps
    from a component name (``utils.echo``), which probes the component's parameters.
-2. kfp.local time per step: a one-step pipeline of ``container_from_app`` vs a hand-made
-   container component doing the same echo, under the DockerRunner (skipped without an engine).
+2. Time per step of a one-step pipeline (``container_from_app`` vs a hand-made container
+   component doing the same echo) under kfp.local's DockerRunner and under the tests'
+   backend-rules runner (``tests/_kfp_backend_run.py``: the KFP backend's placeholder rules,
+   one container per task); skipped without a Docker engine.
 
     python bench/bench_kfp.py [--steps 50] [--repeat 5] [--local-runs 3]
 """
@@ -55,14 +57,22 @@ def hand_made(i: int) -> Any:
 
 
 def hand_made_equivalent(i: int) -> Any:
-    """A hand-made component with what container_from_app adds: run-id outputs, parent input."""
+    """A hand-made component with what container_from_app adds: run-id inputs and outputs,
+    parent input, written the way the KFP backend resolves them (no Concat)."""
     from kfp import dsl
 
     from torchx_kfp._compile.spec import WRAPPER
 
-    def step(parent_run_id: str, app_id: dsl.OutputPath(str), tracker_run_id: dsl.OutputPath(str)):  # type: ignore[no-untyped-def,valid-type]
-        job = f"TORCHX_JOB_ID=kfp://{dsl.PIPELINE_JOB_ID_PLACEHOLDER}/s{i}-{dsl.PIPELINE_TASK_ID_PLACEHOLDER}"
-        parent = dsl.ConcatPlaceholder(["TORCHX_PARENT_RUN_ID=", parent_run_id])
+    def step(  # type: ignore[no-untyped-def]
+        parent_run_id: str,
+        pipeline_job_uuid: str,
+        pipeline_task_name: str,
+        pipeline_task_uuid: str,
+        app_id: dsl.OutputPath(str),  # type: ignore[valid-type]
+        tracker_run_id: dsl.OutputPath(str),  # type: ignore[valid-type]
+    ):
+        job = f"TORCHX_JOB_ID=kfp://{pipeline_job_uuid}/{pipeline_task_name}-{pipeline_task_uuid}"
+        parent = f"TORCHX_PARENT_RUN_ID={parent_run_id}"
         return dsl.ContainerSpec(
             image=IMAGE,
             command=["sh", "-c", WRAPPER, "torchx-kfp", app_id, tracker_run_id, job, parent, "--"]
@@ -75,9 +85,14 @@ def hand_made_equivalent(i: int) -> Any:
 
 
 def hand_task_equivalent(i: int) -> Any:
-    from kfp import kubernetes
+    from kfp import dsl, kubernetes
 
-    task = hand_made_equivalent(i)(parent_run_id="")
+    task = hand_made_equivalent(i)(
+        parent_run_id="",
+        pipeline_job_uuid=dsl.PIPELINE_JOB_ID_PLACEHOLDER,
+        pipeline_task_name=dsl.PIPELINE_TASK_NAME_PLACEHOLDER,
+        pipeline_task_uuid=dsl.PIPELINE_TASK_ID_PLACEHOLDER,
+    )
     task.set_cpu_request("1000m").set_cpu_limit("1000m")
     task.set_memory_request("512M").set_memory_limit("512M")
     task.set_env_variable("STEP", str(i))
@@ -195,9 +210,33 @@ def bench_local(runs: int) -> None:
                 start = time.perf_counter()
                 pipe()
                 times.append(time.perf_counter() - start)
-            rows.append([label, f"{statistics.median(times):.2f}"])
-    print(f"\nkfp.local DockerRunner, one step (median of {runs})")
-    print(tabulate(rows, headers=["step", "seconds"]))
+            rules = backend_rules_seconds(pipe, runs, Path(tmp), host)
+            rows.append([label, f"{statistics.median(times):.2f}", f"{rules:.2f}"])
+    print(f"\nOne step (median of {runs}), seconds")
+    print(tabulate(rows, headers=["step", "kfp.local DockerRunner", "backend-rules runner"]))
+
+
+def backend_rules_seconds(pipe: Any, runs: int, tmp: Path, host: str) -> float:
+    """Median seconds of the pipeline under tests/_kfp_backend_run.py (compile excluded)."""
+    import docker
+    import yaml
+    from kfp import compiler
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    from _kfp_backend_run import BackendRun
+
+    compiler.Compiler().compile(pipe, str(tmp / "rules.yaml"))
+    ir = next(yaml.safe_load_all((tmp / "rules.yaml").read_text()))
+    client = docker.DockerClient(base_url=host)
+    times = []
+    try:
+        for k in range(runs + 1):  # the first run warms up
+            start = time.perf_counter()
+            BackendRun(ir, client, tmp / f"rules{k}").run({})
+            times.append(time.perf_counter() - start)
+    finally:
+        client.close()
+    return statistics.median(times[1:])
 
 
 def main() -> int:

@@ -49,6 +49,40 @@ def test_pipeline_compiles_to_golden(path: Path, tmp_path: Path) -> None:
     assert text == golden.read_text(), f"{path.name} compiles differently from {golden}"
 
 
+def _container_strings(ir: dict) -> list[str]:
+    out: list[str] = []
+    for executor in ir["deploymentSpec"]["executors"].values():
+        container = executor.get("container", {})
+        out += [*container.get("command", []), *container.get("args", [])]
+    return out
+
+
+@pytest.mark.parametrize("path", PIPELINES, ids=[p.stem for p in PIPELINES])
+def test_golden_ir_holds_only_placeholders_the_backend_resolves(path: Path) -> None:
+    """No Concat and no run/task-id placeholder in any container's command or args."""
+    import yaml
+
+    ir = next(yaml.safe_load_all((GOLDEN / f"{path.stem}.yaml").read_text()))
+    strings = _container_strings(ir)
+    assert strings
+    for text in strings:
+        assert '{"Concat"' not in text, text
+        for run_placeholder in ("pipeline_job_uuid}}", "pipeline_task_uuid}}", "task_name}}"):
+            assert "{{$." + run_placeholder not in text, text
+
+
+def test_compiling_with_loglevel_set_leaves_the_ir_unchanged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The compiling machine's environment (LOGLEVEL, read by dist.ddp) stays out of the IR."""
+    monkeypatch.setenv("LOGLEVEL", "DEBUG")
+    monkeypatch.setenv("TORCHX_TRACKING_EXPERIMENT_NAME", "from-this-machine")
+    path = REPO / "pipelines" / "torchx_training.py"
+    text = compile_text(path, tmp_path)
+    assert "DEBUG" not in text and "from-this-machine" not in text
+    assert text == (GOLDEN / "torchx_training.yaml").read_text()
+
+
 def test_training_pipeline_shape(tmp_path: Path) -> None:
     import yaml
 

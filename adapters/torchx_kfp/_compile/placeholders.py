@@ -11,14 +11,16 @@ Rules (kubeflow/pipelines ``backend/src/v2``; docs/kfp-backend.md has the detail
   (``command[0]``) only ``{{$}}`` is replaced.
 - container env: no placeholder is resolved (neither the driver nor the launcher template it).
 - task inputs (``driver/resolve.go::resolveInputParameter``): a constant is resolved only when
-  it is exactly a run placeholder (``{{$.pipeline_job_uuid}}`` ...); a constant that embeds
-  any other ``{{$...}}`` (an f-string of a pipeline channel passed as a task input, a list or
-  dict holding channels) reaches the task as literal text.
+  it is exactly a run placeholder (``{{$.pipeline_job_uuid}}`` ...). A constant embedding
+  ``{{$.inputs.parameters['p']}}`` (an f-string of a channel, a list or dict holding
+  channels) reaches the executor input as literal text; it is resolved only because the
+  launcher's substring pass also runs over ``{{$}}`` and over args the driver already
+  expanded, and only for ``p`` an input of the same task. Anything else embedded in a
+  constant (a run placeholder inside a string, an output placeholder) stays literal.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -120,18 +122,26 @@ def check_container(
             raise _error(task, f"env {key}", value, "is never resolved in env: pass it in args")
 
 
-def _constant_bad(value: Any) -> str | None:
+_INPUT = re.compile(r"\{\{\$\.inputs\.parameters\['([^']+)'\]\}\}")
+
+
+def _constant_bad(value: Any, inputs: Iterable[str]) -> str | None:
+    """The first placeholder in a task-input constant that would stay literal, or None."""
     if isinstance(value, str):
-        if value in RUN_PLACEHOLDERS or "{{$" not in value:
+        if value in RUN_PLACEHOLDERS:
             return None
-        return value
-    if isinstance(value, Mapping):
-        value = list(value.values())
-    if isinstance(value, list):
-        for item in value:
-            bad = _constant_bad(item)
+        names = set(inputs)
+        for found in _ANY.findall(value):
+            match = _INPUT.fullmatch(found)
+            if match is None or match.group(1) not in names:
+                return found
+        return None
+    items = list(value.values()) if isinstance(value, Mapping) else value
+    if isinstance(items, list):
+        for item in items:
+            bad = _constant_bad(item, inputs)
             if bad is not None:
-                return json.dumps(bad) if not isinstance(bad, str) else bad
+                return bad
     return None
 
 
@@ -168,8 +178,9 @@ def check_pipeline_spec(ir: Mapping[str, Any]) -> None:
     dags = [("root", ir.get("root") or {})] + list(components.items())
     for _, comp in dags:
         for key, task in ((comp.get("dag") or {}).get("tasks") or {}).items():
+            names = list(task.get("inputs", {}).get("parameters") or {})
             for name, constant in _task_constants(task):
-                bad = _constant_bad(constant)
+                bad = _constant_bad(constant, names)
                 if bad is not None:
                     raise _error(
                         key,
@@ -177,5 +188,5 @@ def check_pipeline_spec(ir: Mapping[str, Any]) -> None:
                         bad,
                         "the KFP backend passes as literal text: it resolves a task-input"
                         " constant only when it is exactly a run placeholder; pass the"
-                        " channel as its own input",
+                        " value as its own input",
                     )

@@ -232,9 +232,20 @@ def pipeline_from_workflow(
     body.__signature__ = _signature(pipeline)  # type: ignore[attr-defined]
     body.__name__ = pipeline.name
     body.__doc__ = pipeline.description or pipeline.name
-    return dsl.pipeline(name=pipeline.name.replace("_", "-"), description=pipeline.description)(
+    graph = dsl.pipeline(name=pipeline.name.replace("_", "-"), description=pipeline.description)(
         body
     )
+    _check_backend_rules(graph)
+    return graph
+
+
+def _check_backend_rules(graph: Any) -> None:
+    """Refuses a pipeline holding a placeholder the KFP backend would leave literal."""
+    from google.protobuf import json_format  # type: ignore[import-untyped]
+
+    from torchx_kfp._compile.placeholders import check_pipeline_spec
+
+    check_pipeline_spec(json_format.MessageToDict(graph.pipeline_spec))
 
 
 def _step_function() -> Callable[..., Any]:
