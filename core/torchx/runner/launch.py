@@ -59,6 +59,10 @@ class LaunchRequest:
         env: variables set in every role's env (they beat the role's own values; the
             ``TORCHX_*`` variables the runner sets beat both).
         parent_run_id: the tracker parent run (``$TORCHX_PARENT_RUN_ID`` beats it).
+        labels: app labels ``{key: value}``: put into ``AppDef.metadata`` (see
+            :mod:`torchx.schedulers.labels`; values are made label-safe), carried by the app's
+            objects on schedulers that support labels and matched by
+            :func:`torchx.runner.labels.find_apps`. Keys: 1-63 of ``[A-Za-z0-9-_.]``.
     """
 
     component: Optional[str] = None
@@ -73,6 +77,7 @@ class LaunchRequest:
     retry_policy: Union[RetryPolicy, str, None] = None
     env: Mapping[str, str] = dataclasses.field(default_factory=dict)
     parent_run_id: Optional[str] = None
+    labels: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if (self.component is None) == (self.app is None):
@@ -84,6 +89,11 @@ class LaunchRequest:
             raise ValueError("`component_args` needs `component`; an `app` is used as is")
         if self.max_retries is not None and self.max_retries < 0:
             raise ValueError(f"`max_retries` must be >= 0, got {self.max_retries}")
+        if self.labels:
+            from torchx.schedulers.labels import check_label_key
+
+            for key in self.labels:
+                check_label_key(key)
 
 
 def _split_args(args: ComponentArgs) -> tuple[list[str], dict[str, Any]]:
@@ -105,7 +115,7 @@ def build_app(
 
     The component is materialized (CLI > ``component_defaults`` > signature defaults), or
     ``request.app`` is deep-copied; then ``image``, ``resource``, ``max_retries`` and ``env``
-    are applied to every role (or to the roles they name).
+    are applied to every role (or to the roles they name), and ``labels`` to the metadata.
 
     Args:
         request: the launch request.
@@ -170,6 +180,10 @@ def _apply_overrides(app: AppDef, request: LaunchRequest) -> None:
         if policy is not None:
             role.retry_policy = policy
         role.env.update(request.env)
+    if request.labels:
+        from torchx.schedulers.labels import labels_metadata
+
+        app.metadata.update(labels_metadata(request.labels))
 
 
 def _retry_policy(value: Union[RetryPolicy, str, None]) -> Optional[RetryPolicy]:

@@ -59,6 +59,7 @@ from torchx.schedulers.api import (
     split_lines_iterator,
 )
 from torchx.schedulers.ids import make_unique
+from torchx.schedulers.labels import LabelledApp, app_labels, matches
 from torchx.specs.api import (
     AppDef,
     AppDryRunInfo,
@@ -142,6 +143,9 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, Any]]):
         grace_period: seconds between SIGTERM and SIGKILL on cancel and ``enforce_fail_fast``.
     """
 
+    supports_app_labels = True
+    """Apps carry ``LaunchRequest(labels=...)`` as container labels (``list_by_labels``)."""
+
     def __init__(
         self,
         session_name: str,
@@ -169,7 +173,7 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, Any]]):
             make_unique(app.name),
             self.session_name,
             env=opts.env,
-            copied_env=copy_env(opts.copy_env, os.environ),
+            copied_env=copy_env(opts.copy_env, os.environ, opts.env_drop),
             privileged=bool(opts.privileged),
         )
         job.images_to_push = images_to_push
@@ -215,6 +219,7 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, Any]]):
                 replica_id=int(labels.get(LABEL_REPLICA_ID, 0)),
                 session=labels.get(LABEL_SESSION, ""),
                 retries=int(labels.get(LABEL_MAX_RETRIES, 0)),
+                labels=tuple(sorted(app_labels(labels).items())),
             )
             infos.append((r["id"], info))
         infos.sort(key=lambda t: (t[1].role_index, t[1].replica_id))
@@ -236,6 +241,7 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, Any]]):
         resp = DescribeAppResponse(app_id=app_id, state=state, num_restarts=0)
         resp.msg = failure_msg(infos, states)
         resp.roles, resp.roles_statuses = roles_from_containers(infos, states)
+        resp.metadata = dict(infos[0][1].labels)
         resp.num_restarts = sum(
             self._engine.restart_count(cid) for cid, info in infos if info.retries
         )
@@ -273,6 +279,33 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, Any]]):
                 ),
                 app_handle=f"local_docker://{self.session_name}/{app_id}",
                 name=rs[0]["labels"].get(LABEL_APP_NAME, ""),
+            )
+            for app_id, rs in apps.items()
+        ]
+
+    def list_by_labels(
+        self, labels: Mapping[str, str], cfg: Optional[Mapping[str, Any]] = None
+    ) -> builtins.list[LabelledApp]:
+        """Lists the apps (of any session) whose containers carry ``labels`` (full keys).
+
+        One engine call filtered on the first label; the others are matched here.
+        """
+        if not labels:
+            return []
+        key, value = next(iter(labels.items()))
+        cancelled = {m.get(LABEL_CANCELLED) for m in self._engine.markers(LABEL_CANCELLED)}
+        apps: dict[str, builtins.list[dict[str, Any]]] = {}
+        for r in reversed(self._engine.containers(f"{key}={value}")):
+            if matches(r["labels"], labels):
+                apps.setdefault(r["labels"].get(LABEL_APP_ID, ""), []).append(r)
+        return [
+            LabelledApp(
+                app_id=app_id,
+                state=app_state(
+                    [container_state(r["status"], r["exit_code"]) for r in rs],
+                    cancelled=app_id in cancelled,
+                ),
+                labels=app_labels(rs[0]["labels"]),
             )
             for app_id, rs in apps.items()
         ]

@@ -64,6 +64,7 @@ from torchx.schedulers._kubernetes.volcano_ops import VolcanoOps
 from torchx.schedulers._kubernetes.volcano_status import JOB_STATE, TASK_STATE
 from torchx.schedulers.api import DescribeAppResponse, ListAppResponse, Scheduler, Stream
 from torchx.schedulers.ids import make_unique
+from torchx.schedulers.labels import LabelledApp, app_labels
 from torchx.specs.api import AppDef, AppDryRunInfo, CfgVal
 from torchx.specs.overlays import get_overlay
 from torchx.util.strings import normalize_str
@@ -195,6 +196,10 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVal]])
         docker_client: a ``docker.DockerClient`` for image workspaces (built, then pushed to
             ``image_repo``); default: from the environment, only when a workspace is built.
     """
+
+    supports_app_labels = True
+    """Apps carry ``LaunchRequest(labels=...)`` as Job and pod labels (plain mode: found by
+    ``list_by_labels``; Volcano pods carry them too)."""
 
     def __init__(
         self, session_name: str, client: Optional[Any] = None, docker_client: Optional[Any] = None
@@ -370,6 +375,23 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVal]])
             for mode in self._modes():
                 apps.extend(mode.list(namespace))
         return apps
+
+    def list_by_labels(
+        self, labels: Mapping[str, str], cfg: Optional[Mapping[str, CfgVal]] = None
+    ) -> builtins.list[LabelledApp]:
+        """The plain-mode apps of a namespace whose Jobs carry ``labels`` (a label selector).
+
+        The namespace is ``cfg["namespace"]``, else the kube context's, else ``default``.
+        """
+        namespace = str((cfg or {}).get("namespace") or "") or self._context_namespace()
+        found: builtins.list[LabelledApp] = []
+        with api_server_errors(self._api_client(), f"finding apps in namespace {namespace}"):
+            names = PlainOps(self._api_client).names_by_labels(namespace, dict(labels))
+        for name in names:
+            desc = self.describe(f"{namespace}:{name}")
+            if desc is not None:
+                found.append(LabelledApp(desc.app_id, desc.state, app_labels(desc.metadata)))
+        return found
 
     def _context_namespace(self) -> str:
         try:

@@ -228,6 +228,7 @@ class LocalScheduler(Scheduler[Mapping[str, CfgVal]]):
             app_name=app.name,
             detach=bool(opts.detach),
             grace_period=float(opts.grace_period or self._grace_period),
+            env_drop=list(opts.env_drop or []),
         )
         for role in app.roles:
             params, log_dirs = build_role_params(role, provider, settings)

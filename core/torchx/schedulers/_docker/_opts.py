@@ -17,6 +17,10 @@ class Opts(StructuredOpts):
     copy_env: Optional[list[str]] = None
     """glob patterns of launcher environment variables to copy into every replica (FOO_*)"""
 
+    env_drop: Optional[list[str]] = None
+    """glob patterns of launcher environment variables never copied, even when copy_env matches
+    them (SECRET_*)"""
+
     env: Optional[dict[str, str]] = None
     """environment variables for every replica (ENV1:v1,ENV2:v2), applied over copy_env's"""
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from torchx.schedulers.devices import get_device_mounts
+from torchx.schedulers.labels import app_labels
 from torchx.specs.api import AppDef, BindMount, DeviceMount, Role, VolumeMount, macros
 from torchx.version import __version__
 
@@ -111,11 +112,19 @@ def container_name(app_id: str, role_name: str, replica_id: int) -> str:
     return _LEADING_JUNK.sub("", name)
 
 
-def copy_env(patterns: Optional[list[str]], environ: Mapping[str, str]) -> dict[str, str]:
-    """Returns the variables of ``environ`` whose names match one of the glob ``patterns``."""
+def copy_env(
+    patterns: Optional[list[str]],
+    environ: Mapping[str, str],
+    drop: Optional[list[str]] = None,
+) -> dict[str, str]:
+    """Returns the variables of ``environ`` matching a glob of ``patterns`` and none of ``drop``."""
     if not patterns:
         return {}
-    return {k: v for k, v in environ.items() if any(fnmatch.fnmatchcase(k, p) for p in patterns)}
+
+    def matches(name: str, globs: Optional[list[str]]) -> bool:
+        return any(fnmatch.fnmatchcase(name, p) for p in globs or ())
+
+    return {k: v for k, v in environ.items() if matches(k, patterns) and not matches(k, drop)}
 
 
 def _mount(kind: str, src: str, dst: str, read_only: bool) -> dict[str, Any]:
@@ -183,6 +192,7 @@ def _container(
     }
     if role.max_retries > 0:
         labels[LABEL_MAX_RETRIES] = str(role.max_retries)
+    labels.update(app_labels(app.metadata))  # LaunchRequest(labels=...)
     kwargs: dict[str, Any] = {
         "name": name,
         "hostname": name,

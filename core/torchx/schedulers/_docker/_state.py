@@ -40,6 +40,8 @@ class ContainerInfo:
     replica_id: int
     session: str = ""
     retries: int = 0
+    labels: tuple[tuple[str, str], ...] = ()
+    """The app labels (``torchx.schedulers.labels``) the container carries."""
 
 
 def container_state(status: str, exit_code: int) -> AppState:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import re
 
+from torchx.schedulers.labels import app_labels
 from torchx.specs.api import AppDef, Role
 from torchx.util.strings import normalize_str
 
@@ -94,7 +95,8 @@ def pod_labels(
         app_id: the unique (normalized) job name.
 
     Returns:
-        The label dict, values cleaned with :func:`clean_label`.
+        The label dict, values cleaned with :func:`clean_label`, plus the app labels of
+        ``app.metadata`` (``torchx.schedulers.labels``).
     """
     from torchx.version import __version__
 
@@ -107,6 +109,7 @@ def pod_labels(
         LABEL_KUBE_APP_NAME: clean_label(app.name),
         LABEL_ORGANIZATION: "torchx.pytorch.org",
         LABEL_UNIQUE_NAME: clean_label(app_id),
+        **app_labels(app.metadata),  # LaunchRequest(labels=...), already label-safe
     }
 
 

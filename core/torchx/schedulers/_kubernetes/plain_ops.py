@@ -10,6 +10,7 @@ the Jobs, so the app reads CANCELLED until deleted.
 
 from __future__ import annotations
 
+import builtins
 import functools
 import time
 from collections.abc import Callable
@@ -51,6 +52,7 @@ from torchx.schedulers._kubernetes.request import KubernetesJob
 from torchx.schedulers._kubernetes.settings import Settings
 from torchx.schedulers._kubernetes.waiting import events_reader
 from torchx.schedulers.api import DescribeAppResponse, ListAppResponse
+from torchx.schedulers.labels import app_labels
 from torchx.specs.api import AppDef, AppState, is_terminal
 
 __all__ = ["PlainOps", "RANK0_IP_TIMEOUT"]
@@ -260,6 +262,7 @@ class PlainOps:
             structured_error_msg=error,
             roles_statuses=role_statuses(views, errors),
             roles=roles(views),
+            metadata=app_labels(jobs[0].metadata.labels or {}),
         )
 
     def enforce_fail_fast(self, namespace: str, name: str) -> None:
@@ -284,6 +287,12 @@ class PlainOps:
             state = app_state([_list_state(v.job, v.state) for v in views], cancelled)
             out.append(ListAppResponse(app_id=f"{namespace}:{name}", state=state, name=name))
         return out
+
+    def names_by_labels(self, namespace: str, labels: dict[str, str]) -> builtins.list[str]:
+        """The names of the plain-mode apps whose Jobs carry ``labels`` (a label selector)."""
+        selector = ",".join([_SELECTOR, *(f"{k}={v}" for k, v in labels.items())])
+        jobs = self._batch.list_namespaced_job(namespace, label_selector=selector).items
+        return builtins.list(app_names(jobs))
 
     def log_pod(
         self, namespace: str, name: str, role: str, k: int, wait: float = 0.0

@@ -41,6 +41,10 @@ class Opts(StructuredOpts):
     """seconds between SIGTERM and SIGKILL when replicas are stopped (default: the scheduler's,
     10)"""
 
+    env_drop: Optional[list[str]] = None
+    """glob patterns (fnmatch, case-sensitive) of inherited environment variables the replicas do
+    not get, e.g. SECRET_*;AWS_SECRET_ACCESS_KEY (what the AppDef sets is kept)"""
+
 
 def run_opts() -> runopts:
     """Returns the run options of ``local_cwd`` (``LocalScheduler.run_opts()``)."""

@@ -66,6 +66,7 @@ class PopenRequest:
     app_name: str = ""
     detach: bool = False
     grace_period: float = 10.0
+    env_drop: list[str] = field(default_factory=list)
     max_retries: dict[str, int] = field(default_factory=dict)
     retry_policies: dict[str, str] = field(default_factory=dict)
     images: dict[str, str] = field(default_factory=dict)
@@ -236,6 +237,7 @@ def request_to_json(request: PopenRequest, control: str, launcher_pid: int) -> d
         "control": control,
         "attached": not request.detach,
         "grace_period": request.grace_period,
+        "env_drop": list(request.env_drop),
         "launcher_pid": launcher_pid,
         "created_at": time.time(),
         "roles": roles,

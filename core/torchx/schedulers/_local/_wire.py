@@ -126,17 +126,25 @@ def write_json_atomic(path: str | os.PathLike[str], data: dict[str, Any]) -> Non
     os.replace(tmp, path)
 
 
-def spawn_env(recorded: dict[str, str], inherited: dict[str, str]) -> dict[str, str]:
+def spawn_env(
+    recorded: dict[str, str], inherited: dict[str, str], drop: list[str] | None = None
+) -> dict[str, str]:
     """The environment a replica starts with: the inherited one, then what the request records.
 
     ``request.json`` records only what the AppDef and torchx set (never the inherited
     environment, which may hold secrets); its ``PATH`` is a prefix put before the inherited
-    ``PATH``.
+    ``PATH``. Inherited variables whose names match a ``drop`` pattern (the ``env_drop`` run
+    option) are left out; recorded ones are always kept.
 
     Args:
         recorded: the replica's ``env`` from ``request.json``.
         inherited: the environment the supervisor inherited from the launcher.
+        drop: glob patterns (``fnmatch.fnmatchcase``) of inherited names to leave out.
     """
+    if drop:
+        from fnmatch import fnmatchcase  # only then: this module must stay cheap to import
+
+        inherited = {k: v for k, v in inherited.items() if not any(fnmatchcase(k, p) for p in drop)}
     env = {**inherited, **recorded}
     paths = [p.strip(":") for p in (recorded.get("PATH"), inherited.get("PATH")) if p]
     joined = ":".join(p for p in paths if p)

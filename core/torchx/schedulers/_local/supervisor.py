@@ -76,7 +76,7 @@ class Supervisor:
                 # no cwd: the app dir, where the supervisor started (it chdirs per replica)
                 {
                     **spec,
-                    "env": spawn_env(spec["env"], inherited),
+                    "env": spawn_env(spec["env"], inherited, request.get("env_drop")),
                     "cwd": spec.get("cwd") or app_dir,
                 },
             )

@@ -77,3 +77,30 @@ def test_dryrun_output_has_no_inherited_env(tmp_path: Path) -> None:
     assert "TORCHX_JOB_ID" in out.stdout  # the env torchx sets is shown
     assert SECRET not in out.stdout and SECRET not in out.stderr
     assert "FAKE_API_TOKEN" not in out.stdout
+
+
+ENV_CODE = "import os; print(' '.join(sorted(k for k in os.environ if k.startswith('FAKE_'))))"
+
+
+def test_env_drop_keeps_matching_inherited_variables_from_the_replicas(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("FAKE_API_TOKEN", SECRET)
+    monkeypatch.setenv("FAKE_CONN_DB", "postgres://u:p@db")
+    monkeypatch.setenv("FAKE_PLAIN", "kept")
+    role = Role(
+        "w",
+        "unused",
+        entrypoint=sys.executable,
+        args=["-c", ENV_CODE],
+        env={"FAKE_CONN_SET_BY_APP": "the AppDef's own value is kept"},
+        resource=Resource(1, 0, 64),
+    )
+    with get_runner() as runner:
+        cfg = runner.cfg_from_str("local_cwd", "env_drop=FAKE_*TOKEN*;FAKE_CONN_*")
+        assert cfg["env_drop"] == ["FAKE_*TOKEN*", "FAKE_CONN_*"]
+        handle = runner.run(AppDef("envdrop", roles=[role]), "local_cwd", cfg=cfg)
+        status = runner.wait(handle, wait_interval=60)
+        assert status is not None and status.state == AppState.SUCCEEDED
+        lines = list(runner.log_lines(handle, "w", 0))
+    assert lines == ["FAKE_CONN_SET_BY_APP FAKE_PLAIN\n"]

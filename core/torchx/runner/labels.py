@@ -1,0 +1,114 @@
+"""Find the apps of a scheduler by their labels (see :mod:`torchx.schedulers.labels`).
+
+An orchestrator that launches with ``LaunchRequest(labels={...})`` finds its app again from
+any process, even when it died before it could record the handle::
+
+    from torchx.runner import get_runner
+    from torchx.runner.labels import find_apps, supports_labels
+
+    with get_runner() as runner:
+        if supports_labels(runner, "kubernetes"):
+            for found in find_apps(runner, "kubernetes", {"task": "train", "run": "r1"}):
+                print(found.app_handle, found.state, found.labels)
+
+A scheduler with ``list_by_labels(labels, cfg)`` filters on the backend (a Kubernetes label
+selector, a Docker label filter); any other scheduler that supports labels is listed and each
+app described.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Optional
+
+from torchx.schedulers.labels import (
+    LABEL_PREFIX,
+    app_labels,
+    check_label_key,
+    label_value,
+    labels_metadata,
+    matches,
+)
+
+if TYPE_CHECKING:
+    from torchx.runner.api import Runner
+    from torchx.specs.api import AppState, CfgVal
+
+__all__ = [
+    "LABEL_PREFIX",
+    "FoundApp",
+    "check_label_key",
+    "find_apps",
+    "label_value",
+    "labels_metadata",
+    "supports_labels",
+]
+
+
+@dataclasses.dataclass(frozen=True)
+class FoundApp:
+    """An app whose labels matched.
+
+    Args:
+        app_handle: ``scheduler://session/app_id``.
+        state: its state when found.
+        labels: all of its labels, keys without :data:`LABEL_PREFIX`.
+    """
+
+    app_handle: str
+    state: AppState
+    labels: Mapping[str, str]
+
+
+def supports_labels(runner: Runner, scheduler: str) -> bool:
+    """Whether ``scheduler``'s apps carry labels (``supports_app_labels`` on the scheduler)."""
+    return bool(getattr(runner._scheduler(scheduler), "supports_app_labels", False))
+
+
+def find_apps(
+    runner: Runner,
+    scheduler: str,
+    labels: Mapping[str, object],
+    cfg: Optional[Mapping[str, CfgVal]] = None,
+) -> list[FoundApp]:
+    """Returns the apps of ``scheduler`` that carry every one of ``labels``.
+
+    Args:
+        runner: the runner (its session scopes the schedulers that list per session).
+        scheduler: the scheduler name.
+        labels: ``{key: value}`` as given to ``LaunchRequest(labels=...)`` (values are made
+            label-safe the same way).
+        cfg: scheduler routing for ``list`` (e.g. ``{"namespace": ...}``).
+
+    Returns:
+        The matching apps (any state), in the scheduler's listing order.
+
+    Raises:
+        ValueError: the scheduler does not support labels, or a key is invalid.
+    """
+    sched: Any = runner._scheduler(scheduler)
+    if not getattr(sched, "supports_app_labels", False):
+        raise ValueError(
+            f"scheduler `{scheduler}` does not support app labels: find its apps by handle"
+        )
+    wanted = labels_metadata(labels)
+    session = runner.name()
+    by_labels = getattr(sched, "list_by_labels", None)
+    if by_labels is not None:
+        rows = [(r.app_id, r.state, r.labels) for r in by_labels(wanted, cfg)]
+    else:
+        rows = []
+        for listed in sched.list(cfg):
+            desc = sched.describe(listed.app_id)
+            if desc is not None:
+                rows.append((listed.app_id, desc.state, app_labels(desc.metadata)))
+    return [
+        FoundApp(
+            app_handle=f"{scheduler}://{session}/{app_id}",
+            state=state,
+            labels={k.removeprefix(LABEL_PREFIX): v for k, v in found.items()},
+        )
+        for app_id, state, found in rows
+        if matches(found, wanted)
+    ]
