@@ -6,10 +6,7 @@
 
 from __future__ import annotations
 
-from torchx import _pending
 from torchx.version import __version__
-
-_pending.install()
 
 __all__ = ["__version__", "IMAGE"]
 

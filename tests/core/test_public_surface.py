@@ -1,15 +1,12 @@
 """TorchX's public surface: every module path and name of TorchX (2026-08) imports from torchx.
 
 The lists are data (from ../shared/docs/torchx-public-names.md: 75 modules, 458 names), so the
-surface cannot shrink unnoticed. Modules other work has not delivered yet go in ``PENDING``
-(none now): importing them must fail with an error that says which scheduler is missing.
+surface cannot shrink unnoticed.
 """
 
 from __future__ import annotations
 
 import importlib
-import subprocess
-import sys
 
 import pytest
 
@@ -190,11 +187,6 @@ SURFACE: dict[str, str] = {
     ),
 }
 
-PENDING: dict[str, str] = {}  # every module has landed (slurm last)
-
-PENDING_WHAT: dict[str, str] = {}
-
-
 def _available(module: str) -> bool:
     try:
         importlib.import_module(module)
@@ -206,7 +198,7 @@ def _available(module: str) -> bool:
 
 
 def test_the_list_is_complete() -> None:
-    modules = {**SURFACE, **PENDING}
+    modules = SURFACE
     assert len(modules) == 75
     assert sum(len(names.split()) for names in modules.values()) == 458
 
@@ -218,21 +210,7 @@ def test_module_has_every_public_name(module: str) -> None:
     assert missing == [], f"{module} lacks {missing}"
 
 
-def test_pending_modules() -> None:
-    for module in sorted(PENDING):
-        if _available(module):  # delivered since: then it must carry the whole list
-            mod = importlib.import_module(module)
-            missing = [name for name in PENDING[module].split() if not hasattr(mod, name)]
-            assert missing == [], f"{module} lacks {missing}"
-            continue
-        with pytest.raises(ModuleNotFoundError) as info:
-            importlib.import_module(module)
-        message = str(info.value)
-        assert message.startswith(f"{module}: ") and PENDING_WHAT[module] in message, message
-        assert "is not available in torchx-flow yet" in message
-
-
-def test_pending_schedulers_are_not_registered() -> None:
+def test_builtin_schedulers_are_registered() -> None:
     from torchx.schedulers import get_scheduler_factories
 
     factories = get_scheduler_factories()
@@ -243,20 +221,6 @@ def test_pending_schedulers_are_not_registered() -> None:
         ("slurm", "torchx.schedulers.slurm_scheduler"),
     ):
         assert (name in factories) == _available(module), name
-
-
-def test_pending_import_error_from_a_fresh_interpreter() -> None:
-    # every real module has landed: the mechanism is checked with a made-up pending path
-    code = (
-        "import torchx._pending as p; p.PENDING['torchx.schedulers.x_scheduler'] = 'the x"
-        " scheduler'; import torchx.schedulers.x_scheduler"
-    )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    last = proc.stderr.strip().splitlines()[-1]
-    assert last == (
-        "ModuleNotFoundError: torchx.schedulers.x_scheduler: the x scheduler is not"
-        " available in torchx-flow yet"
-    )
 
 
 def test_late_bound_module_references() -> None:

@@ -125,10 +125,7 @@ def _module_available(module: str) -> bool:
     try:
         import importlib.util
 
-        from torchx._pending import is_pending
-
-        spec = importlib.util.find_spec(module)
-        return spec is not None and not is_pending(spec)  # pending: not in torchx-flow yet
+        return importlib.util.find_spec(module) is not None
     except ModuleNotFoundError:
         return False
 

@@ -14,7 +14,6 @@ import pytest
 from _support import write_dist
 
 from torchx import plugins
-from torchx._pending import is_pending
 from torchx.schedulers import (
     DEFAULT_SCHEDULER_MODULES,
     _Builtin,
@@ -43,7 +42,6 @@ def _installed_builtins() -> list[str]:
         name
         for name, module in DEFAULT_SCHEDULER_MODULES.items()
         if importlib.util.find_spec(module) is not None
-        and not is_pending(importlib.util.find_spec(module))
     ]
 
 
