@@ -7,11 +7,24 @@ replicas' last log lines, outputs ``app_handle``, ``app_id`` and ``tracker_run_i
 the app on SIGTERM (it follows the app with ``torchx.runner.follow``). ``[component:<name>]``
 defaults of the launcher's ``.torchxconfig`` apply, as in ``torchx run``.
 
+The task's process chain ends in ``exec python3``: the shell KFP puts in front of a Python
+component is replaced by the interpreter, so the SIGTERM the kubelet sends to the container's
+PID 1 (a KFP run cancelled, the pod deleted) reaches the launcher, which cancels the app.
+
+The launcher pod itself: ``launcher_resource`` sizes it (as the kubernetes scheduler sizes a
+role), ``secrets`` expose Kubernetes secrets as its env (a tracker's credentials never appear in
+the compiled IR, only the secret's name and keys) and forward those variables to the app's
+roles, ``node_selector``/``tolerations`` place it. It runs as the KFP run's service account
+(KFP sets none per task), which needs ``deploy/kfp-launcher-rbac.yaml``; ``service_account``
+is the one the app's pods run as (the kubernetes scheduler's ``service_account`` option).
+
 Example::
 
     train = launcher_from_app(
         "dist.ddp", ["-j", "2x4", "--script", "train.py"], scheduler="kubernetes",
         scheduler_cfg="queue=default", parent_run_id=prep.outputs["tracker_run_id"],
+        launcher_image="torchx-flow/torch:2.13.0", launcher_resource="cpu.small",
+        secrets={"mlflow": {"token": "MLFLOW_TRACKING_TOKEN"}},
     )
 """
 
@@ -28,12 +41,49 @@ if TYPE_CHECKING:
     from kfp.dsl.pipeline_task import PipelineTask
     from kfp.dsl.python_component import PythonComponent
 
-    from torchx.specs.api import AppDef
+    from torchx.specs.api import AppDef, Resource
 
-__all__ = ["DEFAULT_LAUNCHER_IMAGE", "launcher_component", "launcher_from_app"]
+__all__ = [
+    "DEFAULT_LAUNCHER_IMAGE",
+    "exec_into_python",
+    "launcher_component",
+    "launcher_from_app",
+]
 
-DEFAULT_LAUNCHER_IMAGE = "torchx-flow/python:3.11"
-"""The launcher's default image: Python 3.11; in a cluster use one with torchx-flow[kfp]."""
+DEFAULT_LAUNCHER_IMAGE = "torchx-flow/torch:2.13.0"
+"""The launcher's default image: torch + torchx-flow[examples,kfp,kubernetes,workflow]
+(``scripts/infra/torch-image.sh`` builds it; push it where your cluster pulls from)."""
+
+_EXECUTOR = "python3 -m kfp.dsl.executor_main"
+
+
+def exec_into_python(component: PythonComponent) -> PythonComponent:
+    """Makes the component's shell ``exec`` the interpreter (and the pip step ``exec`` on).
+
+    KFP runs a Python component as ``sh -ec '...; python3 -m kfp.dsl.executor_main ...'``
+    (behind ``sh -c 'pip install ... && "$0" "$@"'`` when it installs packages). A shell as
+    the container's PID 1 neither forwards SIGTERM nor dies of it, so the launcher would never
+    see the kubelet's SIGTERM; with ``exec`` every shell is replaced and Python is PID 1.
+
+    Raises:
+        RuntimeError: KFP's command no longer has the shape this rewrite expects.
+    """
+    container = component.component_spec.implementation.container
+    command = list(container.command or [])
+    found = [k for k, part in enumerate(command) if isinstance(part, str) and _EXECUTOR in part]
+    if len(found) != 1:
+        raise RuntimeError(f"unexpected KFP Python component command {command!r}")
+    for k, part in enumerate(command):
+        if not isinstance(part, str):
+            continue
+        part = part.replace(
+            f"_KFP_RUNTIME=true {_EXECUTOR}", f"export _KFP_RUNTIME=true; exec {_EXECUTOR}"
+        )
+        command[k] = part.replace('&& "$0" "$@"', '&& exec "$0" "$@"')
+    if "exec python3" not in command[found[0]]:
+        raise RuntimeError(f"unexpected KFP Python component command {command!r}")
+    container.command = command
+    return component
 
 
 def launcher_component(
@@ -50,12 +100,13 @@ def launcher_component(
 
     from torchx_kfp._in_task.launcher_fn import torchx_launch
 
-    return dsl.component(
+    component = dsl.component(
         torchx_launch,
         base_image=image,
         packages_to_install=list(packages_to_install or []) or None,
         install_kfp_package=False,
     )
+    return exec_into_python(component)
 
 
 def _app_spec(
@@ -98,6 +149,11 @@ def launcher_from_app(
     packages_to_install: Optional[Sequence[str]] = None,
     display_name: str = "",
     enable_caching: bool = False,
+    launcher_resource: Optional[Union[str, Resource]] = None,
+    secrets: Optional[Mapping[str, Mapping[str, str]]] = None,
+    node_selector: Optional[Mapping[str, str]] = None,
+    tolerations: Optional[Sequence[Mapping[str, Any]]] = None,
+    service_account: Any = "",
 ) -> PipelineTask:
     """Creates a launcher task for ``app`` inside a ``@dsl.pipeline``.
 
@@ -119,11 +175,25 @@ def launcher_from_app(
         packages_to_install: pip requirements the launcher installs at start.
         display_name: the task's display name (default: the app or component name).
         enable_caching: KFP result caching (off by default).
+        launcher_resource: the launcher pod's own resources: a named resource
+            (``cpu.small``) or a ``Resource``, sized as the kubernetes scheduler sizes a role.
+        secrets: ``{secret name: {secret key: env var}}``: Kubernetes secrets exposed as the
+            launcher's env (kfp-kubernetes), e.g. a tracker's credentials; the launcher
+            passes these variables on to every role of the app at run time.
+        node_selector: node labels the launcher pod must match.
+        tolerations: Kubernetes tolerations of the launcher pod (``{key, operator, value,
+            effect, toleration_seconds}``).
+        service_account: the service account of the app's pods (the kubernetes scheduler's
+            ``service_account`` run option; a string or a channel). The launcher pod runs as
+            the KFP run's service account.
     """
     overrides = {"image": image, "resource": resource, "max_retries": max_retries}
     spec = _app_spec(app, component_args, {k: v for k, v in overrides.items() if v is not None})
     if params and not isinstance(app, str):
         raise ValueError("launcher `params` need a component name (e.g. 'dist.ddp')")
+    from torchx_kfp._compile.launcher_pod import LauncherPod
+
+    pod = LauncherPod.of(launcher_resource, secrets, node_selector, tolerations)
     component = launcher_component(launcher_image, packages_to_install)
     task = component(
         **spec,
@@ -132,6 +202,8 @@ def launcher_from_app(
         scheduler=scheduler,
         scheduler_cfg=scheduler_cfg,
         parent_run_id=parent_run_id,
+        secret_env=pod.secret_env(),
+        service_account=service_account,
     )
     from kfp.dsl import pipeline_context
 
@@ -139,4 +211,5 @@ def launcher_from_app(
         name = display_name or (app if isinstance(app, str) else getattr(app, "name", "app"))
         task.set_caching_options(enable_caching)
         task.set_display_name(f"{name} (launcher)" if not display_name else name)
+        pod.apply(task)
     return task

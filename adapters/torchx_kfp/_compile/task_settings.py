@@ -23,7 +23,13 @@ from torchx_kfp._errors import unsupported
 if TYPE_CHECKING:
     from torchx.specs.api import AppDef, Role
 
-__all__ = ["ACCELERATOR_TYPE", "DEFAULT_ACCELERATOR", "TaskSettings", "task_settings"]
+__all__ = [
+    "ACCELERATOR_TYPE",
+    "DEFAULT_ACCELERATOR",
+    "TaskSettings",
+    "check_toleration",
+    "task_settings",
+]
 
 ACCELERATOR_TYPE = "torchx.pytorch.org/accelerator-type"
 """Resource capability naming the KFP accelerator type of the role's ``gpu`` count."""
@@ -145,7 +151,8 @@ def _mounts(app: AppDef, role: Role, settings: TaskSettings) -> None:
 _TOLERATION_KEYS = ("key", "operator", "value", "effect", "toleration_seconds")
 
 
-def _toleration(toleration: Mapping[str, Any]) -> dict[str, Any]:
+def check_toleration(toleration: Mapping[str, Any]) -> dict[str, Any]:
+    """Returns ``toleration`` as a dict, or raises naming an unknown key (and a close match)."""
     unknown = sorted(set(toleration) - set(_TOLERATION_KEYS))
     if unknown:
         import difflib
@@ -198,7 +205,7 @@ def task_settings(
         enable_caching=enable_caching,
         display_name=display_name or app.name,
         node_selector=dict(node_selector or {}),
-        tolerations=[_toleration(t) for t in tolerations or []],
+        tolerations=[check_toleration(t) for t in tolerations or []],
         secrets={k: dict(v) for k, v in (secrets or {}).items()},
         shm=shm,
         annotations=_annotations(app, role),

@@ -191,7 +191,7 @@ def pipeline_from_workflow(
 
     from torchx.workflow.plan import dependencies, order
     from torchx_kfp._in_task.workflow_run import pipeline_to_json
-    from torchx_kfp.launcher import DEFAULT_LAUNCHER_IMAGE
+    from torchx_kfp.launcher import DEFAULT_LAUNCHER_IMAGE, exec_into_python
 
     if mode not in ("auto", "launcher", "container"):
         raise ValueError(f"unknown mode `{mode}`: use auto, launcher or container")
@@ -200,11 +200,13 @@ def pipeline_from_workflow(
         pipeline = pipeline.model_copy(update={"source": os.path.join(pipeline_dir, name)})
     data = pipeline_to_json(pipeline)
     deps = dependencies(pipeline)
-    component = dsl.component(
-        _step_function(),
-        base_image=launcher_image or DEFAULT_LAUNCHER_IMAGE,
-        packages_to_install=list(packages_to_install or []) or None,
-        install_kfp_package=False,
+    component = exec_into_python(  # SIGTERM reaches the launcher (it cancels the app)
+        dsl.component(
+            _step_function(),
+            base_image=launcher_image or DEFAULT_LAUNCHER_IMAGE,
+            packages_to_install=list(packages_to_install or []) or None,
+            install_kfp_package=False,
+        )
     )
 
     names = list(pipeline.params)

@@ -12,7 +12,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Optional
 
 from torchx_kfp._errors import TorchXKfpAppError
@@ -121,6 +121,26 @@ class _ExitOnTerm:
         sys.exit(128 + signum)
 
 
+def _app_env(env: Mapping[str, Any], secret_env: Sequence[str]) -> dict[str, str]:
+    """``env`` plus the launcher's own values of ``secret_env`` (set from secrets)."""
+    out = {str(k): str(v) for k, v in env.items()}
+    missing = [var for var in secret_env if var not in os.environ]
+    if missing:
+        raise ValueError(
+            f"the launcher's env has no {', '.join(missing)}: the Kubernetes secret that sets"
+            " it is missing a key, or the task runs without kfp-kubernetes (secrets=)"
+        )
+    out.update({var: os.environ[var] for var in secret_env})
+    return out
+
+
+def _with_service_account(scheduler_cfg: str, service_account: str) -> str:
+    if not service_account:
+        return scheduler_cfg
+    extra = f"service_account={service_account}"
+    return f"{scheduler_cfg},{extra}" if scheduler_cfg else extra
+
+
 def launch(
     spec: Mapping[str, Any],
     params: Mapping[str, Any],
@@ -129,6 +149,8 @@ def launch(
     scheduler_cfg: str = "",
     parent_run_id: str = "",
     *,
+    secret_env: Sequence[str] = (),
+    service_account: str = "",
     emit: Emit = _print,
     wait_interval: float = 5.0,
 ) -> str:
@@ -138,7 +160,8 @@ def launch(
     every role's env, where it beats the role's own values (as ``LaunchRequest.env`` does).
     The discovered ``.torchxconfig`` gives ``[component:<name>]`` defaults, as for the CLI.
     The app is followed by ``torchx.runner.follow``: SIGTERM or any error while following
-    cancels it.
+    cancels it. ``secret_env`` names launcher env vars (set from Kubernetes secrets) that
+    every role gets too; ``service_account`` becomes the scheduler's ``service_account``.
 
     Raises:
         TorchXKfpAppError: the app ended FAILED or CANCELLED (the message starts with its
@@ -149,7 +172,8 @@ def launch(
     from torchx.specs.torchxconfig import TorchXConfig
     from torchx.util.log_tee_helpers import replicas_of
 
-    request = launch_request(spec, params, scheduler, scheduler_cfg, parent_run_id, env)
+    cfg = _with_service_account(scheduler_cfg, service_account)
+    request = launch_request(spec, params, scheduler, cfg, parent_run_id, _app_env(env, secret_env))
     with _environ(env), get_runner(config=TorchXConfig.discover()) as runner:
         info = runner.dryrun_request(request)
         handle = runner.schedule(info)

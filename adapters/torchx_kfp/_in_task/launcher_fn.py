@@ -21,6 +21,8 @@ def torchx_launch(
     scheduler: str = "local_cwd",
     scheduler_cfg: str = "",
     parent_run_id: str = "",
+    secret_env: list = [],  # noqa: B006 (KFP reads the default; never mutated)
+    service_account: str = "",
 ) -> NamedTuple("Outputs", [("app_handle", str), ("app_id", str), ("tracker_run_id", str)]):  # type: ignore[valid-type]
     """Submits a TorchX app, streams its logs, and fails when the app does not succeed.
 
@@ -34,12 +36,24 @@ def torchx_launch(
         scheduler: the TorchX scheduler (``kubernetes`` in a cluster; ``local_cwd`` locally).
         scheduler_cfg: the scheduler's run options as ``k=v,k2=v2``.
         parent_run_id: the tracker run id of the upstream step.
+        secret_env: env vars of the launcher (set from Kubernetes secrets) passed on to
+            every role of the app.
+        service_account: the service account of the app's pods (kubernetes scheduler).
     """
     from collections import namedtuple
 
     from torchx_kfp._in_task.launch import launch
 
     spec = {"component": component, "args": args, "app": app, "overrides": overrides}
-    handle = launch(spec, params, env, scheduler, scheduler_cfg, parent_run_id)
+    handle = launch(
+        spec,
+        params,
+        env,
+        scheduler,
+        scheduler_cfg,
+        parent_run_id,
+        secret_env=secret_env,
+        service_account=service_account,
+    )
     outputs = namedtuple("outputs", ["app_handle", "app_id", "tracker_run_id"])
     return outputs(handle, handle.rsplit("/", 1)[-1], handle)

@@ -1,0 +1,132 @@
+"""The launcher task's pod: its options in the IR, and a process chain that SIGTERM reaches."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("kfp")
+
+from _kfp_launcher import launcher_argv
+from _kfp_support import compile_ir, executor, k8s_executor
+from kfp import dsl
+
+import torchx.specs as specs
+from torchx_kfp import launcher_component, launcher_from_app
+from torchx_kfp._appjson import app_to_json
+from torchx_kfp._in_task.launch import launch
+
+
+def test_launcher_pod_options_compile(tmp_path: Path) -> None:
+    @dsl.pipeline
+    def p(sa: str = "trainer") -> None:
+        launcher_from_app(
+            "dist.ddp",
+            ["-j", "2x1", "--script", "train.py"],
+            scheduler="kubernetes",
+            launcher_resource="cpu.small",
+            secrets={"mlflow-creds": {"token": "MLFLOW_TRACKING_TOKEN"}},
+            node_selector={"pool": "cpu"},
+            tolerations=[{"key": "batch", "operator": "Exists", "effect": "NoSchedule"}],
+            service_account=sa,
+        )
+
+    ir, platform = compile_ir(p, tmp_path)
+    res = executor(ir, "torchx-launch")["resources"]
+    assert (res["resourceCpuLimit"], res["resourceCpuRequest"]) == ("1000m", "900m")
+    assert res["resourceMemoryLimit"] == "2048M"
+    k8s = k8s_executor(platform, "torchx-launch")
+    assert (
+        k8s["secretAsEnv"]
+        == [
+            {
+                "keyToEnv": [{"envVar": "MLFLOW_TRACKING_TOKEN", "secretKey": "token"}],
+                "secretName": "mlflow-creds",
+                "secretNameParameter": {"runtimeValue": {"constant": "mlflow-creds"}},
+            }
+        ]
+        or k8s["secretAsEnv"][0]["secretName"] == "mlflow-creds"
+    )
+    assert k8s["nodeSelector"]["labels"] == {"pool": "cpu"}
+    assert k8s["tolerations"][0]["key"] == "batch"
+    inputs = ir["root"]["dag"]["tasks"]["torchx-launch"]["inputs"]["parameters"]
+    assert inputs["secret_env"]["runtimeValue"]["constant"] == ["MLFLOW_TRACKING_TOKEN"]
+    assert inputs["service_account"]["componentInputParameter"] == "sa"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"launcher_resource": "aws_p4d.24xlarge"}, "has GPUs or devices"),
+        ({"secrets": {"creds": "token"}}, r"secrets\['creds'\] must map secret keys"),
+        ({"tolerations": [{"key": "a", "efect": "NoSchedule"}]}, "did you mean `effect`"),
+    ],
+)
+def test_bad_launcher_pod_options(tmp_path: Path, kwargs: dict, match: str) -> None:
+    def p() -> None:
+        launcher_from_app("utils.echo", **kwargs)
+
+    with pytest.raises(ValueError, match=match):
+        compile_ir(dsl.pipeline(p), tmp_path)
+
+
+@pytest.mark.parametrize("packages", [None, ["torchx-flow"]])
+def test_the_task_execs_into_python(packages: list[str] | None) -> None:
+    """No shell stays between the container's PID 1 and the launcher (SIGTERM reaches it)."""
+    command = launcher_component(packages_to_install=packages).component_spec
+    text = "\n".join(command.implementation.container.command)
+    assert "exec python3 -m kfp.dsl.executor_main" in text
+    if packages:
+        assert 'exec "$0" "$@"' in text
+
+
+def _sleeper() -> str:
+    role = specs.Role(name="sleeper", image="", entrypoint="sleep", args=["60"])
+    return app_to_json(specs.AppDef(name="sleeper", roles=[role]))
+
+
+def test_sigterm_to_the_task_process_cancels_the_app(tmp_path: Path) -> None:
+    """The real chain (``sh -ec`` -> ``exec python3`` -> torchx_launch) gets SIGTERM, cancels."""
+    from torchx.runner import get_runner
+
+    values = {"component": "", "args": [], "app": _sleeper(), "overrides": {}, "params": {}}
+    argv = launcher_argv(launcher_component(), {**values, "env": {}}, str(tmp_path))
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, text=True, env={**os.environ, "PATH": path}
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        while line and not line.startswith("launched TorchX app "):
+            line = proc.stdout.readline()
+        handle = line.split()[-1]
+        with get_runner() as runner:
+            deadline = time.monotonic() + 60
+            while runner.status(handle).state.name != "RUNNING":  # type: ignore[union-attr]
+                assert time.monotonic() < deadline, "the app never started"
+                time.sleep(0.1)
+            proc.send_signal(signal.SIGTERM)  # the pid KFP started: the shell, now python
+            assert proc.wait(timeout=60) == 143
+            status = runner.status(handle)
+            assert status is not None and status.state.name == "CANCELLED"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_secret_env_reaches_the_roles(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Variables set from secrets in the launcher's env go into every role's env."""
+    from torchx_kfp._in_task.launch import _app_env
+
+    monkeypatch.setenv("TX_TEST_TOKEN", "s3cret")
+    assert _app_env({"A": "1"}, ["TX_TEST_TOKEN"]) == {"A": "1", "TX_TEST_TOKEN": "s3cret"}
+    monkeypatch.delenv("TX_TEST_TOKEN")
+    spec = {"component": "utils.echo", "args": [], "app": "", "overrides": {}}
+    with pytest.raises(ValueError, match="the launcher's env has no TX_TEST_TOKEN"):
+        launch(spec, {}, {}, "local_cwd", secret_env=["TX_TEST_TOKEN"])
