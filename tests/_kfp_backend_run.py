@@ -7,7 +7,8 @@ only an exact run placeholder is replaced: ``driver/resolve.go``), builds the ex
 ``minio://mlpipeline/v2/artifacts/<pipeline>/<run>/<task>/<salt>/<name>``, the executor output
 file beside them: ``driver/driver.go``) and resolves command/args (``driver/util.go``); the
 launcher resolves the rest (``component/launcher_v2.go``). A task whose argv still holds
-``{{$.`` or ``{"Concat"`` fails before it starts. The container runs the executor's image
+``{{$.`` or ``{"Concat"``, or whose env holds ``{{$`` (env is never templated), fails before
+it starts. The container runs the executor's image
 with the resolved argv and its static env (env is never templated); ``/minio`` is a host
 directory, so an upstream artifact's local path is where the producer wrote it, as after the
 launcher's upload and download. Outputs come from the executor output file, else from the
@@ -176,7 +177,8 @@ class BackendRun:
             *driver_args(container.get("args") or [], values),
         ]
         argv = launcher_args(argv, executor_input)
-        left = unresolved_left(argv)
+        env = {e["name"]: e.get("value", "") for e in container.get("env") or []}
+        left = unresolved_left(argv) + [f"{k}={v}" for k, v in env.items() if "{{$" in v]
         if left:
             raise BackendRuleError(
                 f"task {name}: the backend would start it with unresolved placeholders: {left[0][:300]}"

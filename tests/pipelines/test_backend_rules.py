@@ -60,6 +60,7 @@ def run_ir(pipeline: Any, tmp_path: Path, client: Any, args: dict, **kw: Any) ->
     from _kfp_backend_run import BackendRun
     from _kfp_support import compile_ir
 
+    tmp_path.mkdir(parents=True, exist_ok=True)
     ir, _ = compile_ir(pipeline, tmp_path)
     run = BackendRun(ir, client, tmp_path / "run", **kw)
     return run, run.run(args)
@@ -181,3 +182,43 @@ def test_launcher_pipelines_under_backend_rules(name: str, tmp_path: Path, clien
     metrics = [p for p in tmp_path.rglob("*metrics*") if p.is_file()]
     assert metrics and json.loads(metrics[0].read_text())["mse"] >= 0
     _assert_lineage(shared / "tracker", train.parameters["app_id"])
+
+
+TORCH_IMAGE = "torchx-flow/torch:2.13.0"
+
+
+def _channel_in_list_pipeline() -> Any:
+    from kfp import dsl
+
+    @dsl.component(base_image=TORCH_IMAGE, install_kfp_package=False)
+    def joined(items: list) -> str:
+        return " ".join(items)
+
+    @dsl.pipeline(name="channel-in-list")
+    def channel_in_list(x: str = "a") -> None:
+        joined(items=["--x", f"{x}/y"])
+
+    return channel_in_list
+
+
+@pytest.mark.slow
+def test_channel_inside_a_list_constant_resolves_only_through_the_executor_input_text(
+    tmp_path: Path, client: Any
+) -> None:
+    """The compiler leaves ``{{$.inputs.parameters['pipelinechannel--x']}}`` inside a list
+    constant; the driver passes it as text, and only the launcher's substring pass over the
+    ``{{$}}`` JSON replaces it, unescaped: a value with a double quote breaks the JSON (under
+    kfp.local too)."""
+    from _kfp_backend import BackendRuleError
+
+    need_image(client, TORCH_IMAGE)
+    _, results = run_ir(_channel_in_list_pipeline(), tmp_path / "ok", client, {"x": "plain"})
+    (task,) = results.values()
+    assert task.parameters["Output"] == "--x plain/y"
+    with pytest.raises(BackendRuleError, match="JSONDecodeError"):
+        run_ir(_channel_in_list_pipeline(), tmp_path / "quote", client, {"x": 'say "hi"'})
+    from kfp import local
+
+    local.init(runner=local.SubprocessRunner(use_venv=False), pipeline_root=str(tmp_path / "l"))
+    with pytest.raises(RuntimeError, match="FAILURE"):  # kfp.local substitutes the same way
+        _channel_in_list_pipeline()(x='say "hi"')
