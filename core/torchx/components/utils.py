@@ -22,13 +22,13 @@ _BOOTH_TRACKER_BASE = "/tmp/torchx-util-booth"
 def echo(
     msg: str = "hello world", image: str = torchx.IMAGE, num_replicas: int = 1
 ) -> specs.AppDef:
-    """Echos a message to stdout (calls echo).
+    """Echos a message to stdout (calls echo)
 
     Args:
         msg: message to echo
         image: image to use
         num_replicas: number of replicas to run
-    """
+    """  # noqa: D415 (TorchX's description of utils.echo: no final period)
     return specs.AppDef(
         name="echo",
         roles=[
@@ -45,12 +45,12 @@ def echo(
 
 
 def touch(file: str, image: str = torchx.IMAGE) -> specs.AppDef:
-    """Touches a file (calls touch).
+    """Touches a file (calls touch)
 
     Args:
         file: file to create
         image: the image to use
-    """
+    """  # noqa: D415 (TorchX's description of utils.touch: no final period)
     return specs.AppDef(
         name="touch",
         roles=[

@@ -153,10 +153,30 @@ def group_may_have_entry_points(group: str) -> bool:
     Args:
         group: the entry-point group name.
     """
-    if _custom_distribution_finders():
+    if _custom_distribution_finders() or _entry_points_replaced():
         return True
     declared = _declared_entry_points()
     return declared is None or f"[{group}]".encode() in declared
+
+
+def _entry_points_replaced() -> bool:
+    """Whether ``importlib.metadata.entry_points`` was replaced (a test's ``mock.patch``).
+
+    The file scan cannot see what a replacement returns.
+    """
+    md = sys.modules.get("importlib.metadata")
+    fn = getattr(md, "entry_points", None)
+    return fn is not None and getattr(fn, "__module__", None) != "importlib.metadata"
+
+
+def __getattr__(name: str) -> Any:
+    # ``torchx.util.entrypoints.metadata`` (TorchX's module imports it), without importing
+    # importlib.metadata when this module is imported
+    if name == "metadata":
+        from importlib import metadata
+
+        return metadata
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # (sys.path entries, their mtimes, what _scan_entry_points found for them)

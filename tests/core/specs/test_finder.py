@@ -214,3 +214,19 @@ def test_get_builtin_source() -> None:
     assert "import torchx" in lines
     assert body.startswith("def echo(")
     assert 'return specs.AppDef(\n        name="echo"' in body
+
+
+def test_builtin_descriptions_are_torchx_texts_and_keep_a_final_period() -> None:
+    from torchx.components import utils
+    from torchx.specs.file_linter import get_fn_docstring
+
+    assert get_fn_docstring(utils.echo)[0] == "Echos a message to stdout (calls echo)"
+    assert get_fn_docstring(utils.touch)[0] == "Touches a file (calls touch)"
+
+    def fn() -> None:
+        """Ends with a period.
+
+        More text.
+        """
+
+    assert get_fn_docstring(fn)[0] == "Ends with a period.\nMore text."
