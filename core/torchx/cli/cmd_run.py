@@ -68,7 +68,6 @@ MISSING_COMPONENT_ERROR_MSG = (
 """The usage error when neither the command line nor ``[cli:run]`` names a component."""
 
 _STDIN_COMPATIBLE = {"help", "stdin", "dryrun"}
-_LOG_TAIL = 20  # last lines of each failed replica at the end of the output
 
 
 def get_runner(*args: Any, **kwargs: Any) -> Runner:
@@ -325,18 +324,9 @@ class CmdRun(SubCommand):
     def _wait(
         self, runner: Runner, app_handle: str, log: bool, startup_timeout: Optional[float]
     ) -> None:
-        from torchx.runner.follow import follow
+        from torchx.cli._run_follow import follow_app
 
-        result = follow(
-            runner,
-            app_handle,
-            on_log=_print_to_stderr if log else None,
-            log_prefix=_log_prefix(colorize=sys.stderr.isatty()),
-            log_tail=_LOG_TAIL,
-            startup_timeout=startup_timeout,
-            cancel_on_failure=False,  # _wait_and_exit cancels on a signal
-            wait_interval=1,
-        )
+        result = follow_app(runner, app_handle, log, startup_timeout)
         if result.status is None:
             raise CliError(f"app `{app_handle}` disappeared before it finished")
         logger.info("Job finished: %s", result.status.state)
@@ -370,16 +360,3 @@ def _supervisor_started_early(args: argparse.Namespace) -> contextlib.AbstractCo
     from torchx.schedulers._local._launch import prestarted_supervisor
 
     return prestarted_supervisor()
-
-
-def _print_to_stderr(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
-
-
-def _log_prefix(colorize: bool) -> str:
-    """The ``{role}/{replica}`` prefix of streamed log lines (green on a terminal)."""
-    if not colorize:
-        return "{role}/{replica} "
-    from torchx.util.colors import ENDC, GREEN
-
-    return f"{GREEN}{{role}}/{{replica}}{ENDC} "

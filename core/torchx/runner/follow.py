@@ -20,6 +20,9 @@ The one follow layer the CLI-side executor and every adapter share, after
 - **cancel on failure**: an exception or interruption while following (``KeyboardInterrupt``,
   ``SystemExit`` from a signal handler, an error raised by ``on_log``) cancels the app, then
   propagates (``cancel_on_failure=False`` keeps the app running);
+- **status**: ``on_status`` gets each status whose state or message differs from the last one
+  (e.g. a Kubernetes replica's ``ImagePullBackOff`` while the app is PENDING), in the caller's
+  thread;
 - **message**: :func:`failure_message` is the one text a failed app is reported with.
 
 Example::
@@ -48,15 +51,26 @@ from typing import TYPE_CHECKING, Optional
 
 from torchx.runner._follow_logs import LogStreams, Replica, read_tail, replica_key
 from torchx.runner._follow_result import FollowResult, failure_message
+from torchx.runner._follow_startup import not_started, started, starting
 
 if TYPE_CHECKING:
     from torchx.runner.api import Runner
     from torchx.specs.api import AppDef, AppHandle, AppStatus
 
-__all__ = ["FollowResult", "Follower", "LogCallback", "failure_message", "follow"]
+__all__ = [
+    "FollowResult",
+    "Follower",
+    "LogCallback",
+    "StatusCallback",
+    "failure_message",
+    "follow",
+]
 
 LogCallback = Callable[[str], None]
 """Receives each prefixed log line (without its line break)."""
+
+StatusCallback = Callable[["AppStatus"], None]
+"""Receives each status whose state or message changed (the first one too)."""
 
 logger: logging.Logger = logging.getLogger(__name__)
 
@@ -89,6 +103,8 @@ class Follower:
         wait_interval: the longest time between two status checks, in seconds (also the
             longest delay before an error raised by ``on_log`` stops the follow).
         join_timeout: seconds per replica for the log streams to reach the end.
+        on_status: called (in the caller's thread) with each status whose state or message
+            differs from the previous one; what it raises propagates like an interruption.
     """
 
     def __init__(
@@ -108,6 +124,7 @@ class Follower:
         cancel_on_failure: bool = True,
         wait_interval: float = 5.0,
         join_timeout: float = _JOIN_TIMEOUT,
+        on_status: Optional[StatusCallback] = None,
     ) -> None:
         if wait_interval <= 0:
             raise ValueError(f"`wait_interval` must be > 0 seconds, got {wait_interval}")
@@ -124,6 +141,8 @@ class Follower:
         self._startup_timeout = startup_timeout
         self._startup_deadline = _earliest(None, startup_timeout)
         self._startup_reason = ""
+        self._on_status = on_status
+        self._seen: Optional[tuple[str, str]] = None
         self._cancel_at_deadline = cancel_at_deadline
         self.cancel_on_failure = cancel_on_failure
         self._interval = wait_interval
@@ -187,6 +206,7 @@ class Follower:
             self._raise_callback_error()
             status = self.runner.status(self.app_handle)
             self._status = status
+            self._notify(status)
             if status is not None and status.state.name == "FAILED" and not self._fail_fast_done:
                 self._fail_fast_done = True
                 self.runner.enforce_fail_fast(self.app_handle)
@@ -198,7 +218,7 @@ class Follower:
                 self._expire()
                 break
             if self._startup_expired(status, now):
-                self._expire(_not_started(status, self._startup_timeout))
+                self._expire(not_started(status, self._startup_timeout))
                 break
             if until is not None and now >= until:
                 return False
@@ -229,14 +249,22 @@ class Follower:
         if error is not None:
             raise error
 
+    def _notify(self, status: Optional[AppStatus]) -> None:
+        if self._on_status is None or status is None:
+            return
+        seen = (status.state.name, status.msg or "")
+        if seen != self._seen:
+            self._seen = seen
+            self._on_status(status)
+
     def _startup_expired(self, status: AppStatus, now: float) -> bool:
         """Whether the startup timeout passed with the app not started (disarmed once started)."""
         if self._startup_deadline is None:
             return False
-        if _started(status):
+        if started(status):
             self._startup_deadline = None
             return False
-        return now >= self._startup_deadline and _starting(status)
+        return now >= self._startup_deadline and starting(status)
 
     def _expire(self, startup_reason: str = "") -> None:
         """A deadline passed: cancel the app (unless kept) and wait for it to stop.
@@ -318,6 +346,7 @@ def follow(
     cancel_at_deadline: bool = True,
     cancel_on_failure: bool = True,
     wait_interval: float = 5.0,
+    on_status: Optional[StatusCallback] = None,
 ) -> FollowResult:
     """Follows an app to its end (or deadline); see :class:`Follower` for the arguments.
 
@@ -342,6 +371,7 @@ def follow(
         cancel_at_deadline=cancel_at_deadline,
         cancel_on_failure=cancel_on_failure,
         wait_interval=wait_interval,
+        on_status=on_status,
     ) as follower:
         return follower.result()
 
@@ -350,26 +380,3 @@ def _earliest(deadline: Optional[float], timeout: Optional[float]) -> Optional[f
     if timeout is not None:
         deadline = min(d for d in (deadline, time.monotonic() + timeout) if d is not None)
     return deadline
-
-
-_NOT_STARTED = ("UNSUBMITTED", "SUBMITTED", "PENDING")
-
-
-def _starting(status: AppStatus) -> bool:
-    """The app (or one of its replicas, while the app RUNS) waits to start."""
-    if status.state.name in _NOT_STARTED:
-        return True
-    return status.state.name == "RUNNING" and any(
-        rep.state.name in _NOT_STARTED for rs in status.roles for rep in rs.replicas
-    )
-
-
-def _started(status: AppStatus) -> bool:
-    return status.state.name == "RUNNING" and not _starting(status)
-
-
-def _not_started(status: AppStatus, timeout: Optional[float]) -> str:
-    """``did not start within 30s (PENDING: <the scheduler's reason>)``."""
-    why = (status.msg or "").strip()
-    state = status.state.name
-    return f"did not start within {timeout:g}s ({state}{': ' + why if why else ''})"

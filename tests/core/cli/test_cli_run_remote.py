@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 from collections.abc import Iterator
 from typing import Any
 
@@ -131,6 +132,7 @@ def test_startup_timeout_cancels_an_app_that_does_not_start(
     fake: FakeRunner, caplog: pytest.LogCaptureFixture, stuck_in: AppState
 ) -> None:
     fake.stuck_in = stuck_in
+    caplog.set_level(logging.INFO, logger="torchx.cli.cmd_run")
     with pytest.raises(SystemExit) as e:  # no --wait: --startup_timeout implies it
         cmd_run.CmdRun().run(run_args(startup_timeout=0.2))
     assert e.value.code == 1
@@ -140,6 +142,11 @@ def test_startup_timeout_cancels_an_app_that_does_not_start(
         "TorchX app fake://torchx/app-1 ended CANCELLED: did not start within 0.2s"
         f" ({stuck_in.name}: trainer[0] ImagePullBackOff: no such image)"
     )
+    # while it waited, the reason was logged once (the status was read several times)
+    waiting = [r.getMessage() for r in caplog.records if " is " in r.getMessage()]
+    assert waiting == [
+        f"fake://torchx/app-1 is {stuck_in.name}: trainer[0] ImagePullBackOff: no such image"
+    ]
 
 
 def test_startup_timeout_flag_parses_seconds(capsys: pytest.CaptureFixture[str]) -> None:

@@ -8,6 +8,7 @@ tests/core/schedulers/kubernetes) shows the cancel and the reason.
 from __future__ import annotations
 
 import sys
+import threading
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Optional
 
@@ -20,6 +21,7 @@ from torchx.specs.api import (
     AppDef,
     AppDryRunInfo,
     AppState,
+    AppStatus,
     CfgVal,
     ReplicaStatus,
     Resource,
@@ -100,6 +102,19 @@ def test_an_app_that_does_not_start_is_cancelled_with_the_reason(state: AppState
         assert result.reason == f"did not start within 0.3s ({state.name}: {WAITING})"
         head = result.failure_message().splitlines()[0]
         assert head == f"TorchX app {handle} ended CANCELLED: {result.reason}"
+
+
+def test_on_status_gets_each_changed_status_in_the_callers_thread() -> None:
+    seen: list[tuple[str, str, str]] = []
+
+    def on_status(status: AppStatus) -> None:
+        seen.append((status.state.name, status.msg, threading.current_thread().name))
+
+    with stuck_runner(AppState.PENDING) as runner:
+        handle = runner.run(stuck_app(), "stuck")
+        follow(runner, handle, startup_timeout=0.3, wait_interval=0.05, on_status=on_status)
+    me = threading.current_thread().name
+    assert seen == [("PENDING", WAITING, me)]  # polled several times, reported once
 
 
 def test_a_kept_app_is_reported_still_waiting() -> None:

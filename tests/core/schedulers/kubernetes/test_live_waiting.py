@@ -133,6 +133,8 @@ def test_cli_run_says_why_it_waits_and_gives_up(client: Any, ns: str, tmp_path: 
             run.stderr
         )
         assert any(e in run.stderr for e in PULL_ERRORS), run.stderr
+        # while it waits, it says why (before giving up)
+        assert f"INFO     {handle} is PENDING: echo[0] " in run.stderr, run.stderr
         status = run_torchx("status", handle)
         assert "State: CANCELLED" in status.stdout, status.stdout
     finally:
