@@ -124,7 +124,12 @@ def _is_none(node: ast.expr) -> bool:
 
 
 def _unwrap(node: ast.expr) -> ast.expr:
-    """Strips ``Annotated[T, ...]``, ``Optional[T]``, ``T | None``, ``None | T`` and quotes."""
+    """Strips ``Annotated[T, ...]``, quotes and ONE ``Optional[T]``/``T | None``/``None | T``.
+
+    As TorchX: a nested optional (``Optional[Optional[T]]``) is left, and reported as an
+    unsupported ``'Optional'`` container.
+    """
+    optional_seen = False
     while True:
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             try:
@@ -132,18 +137,14 @@ def _unwrap(node: ast.expr) -> ast.expr:
             except SyntaxError:
                 return node
             continue
-        base = _subscript_base(node)
-        if base in _ANNOTATED_NAMES or base in _OPTIONAL_NAMES:
+        if _subscript_base(node) in _ANNOTATED_NAMES:
             node = _subscript_params(node)[0]  # type: ignore[arg-type]
             continue
-        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
-            if _is_none(node.right):
-                node = node.left
-                continue
-            if _is_none(node.left):
-                node = node.right
-                continue
-        return node
+        inner = None if optional_seen else get_optional_type(node)
+        if inner is None:
+            return node
+        optional_seen = True
+        node = inner
 
 
 def is_primitive(arg: ast.expr) -> bool:
@@ -221,7 +222,7 @@ class ArgTypeValidator(ComponentFunctionValidator):
 
     Allowed: any bare name (treated as a primitive), ``dict[K, V]`` and ``list[T]`` with
     primitive parameters, and ``tuple[T1, T2, ...]`` with at least two primitive parameters.
-    ``Annotated``, ``Optional[T]`` and ``T | None`` are unwrapped first.
+    ``Annotated`` and one ``Optional[T]`` or ``T | None`` are unwrapped first.
     """
 
     def validate(self, app_specs_func_def: ast.FunctionDef) -> list[LinterMessage]:
@@ -262,7 +263,11 @@ class ArgTypeValidator(ComponentFunctionValidator):
             return _check_elements(params)
         if base in _TUPLE_NAMES:
             if len(params) < 2:
-                return f"Unsupported tuple type {ast.unparse(node)}"
+                return (
+                    f"Unsupported tuple type '{ast.unparse(node)}': single-element tuples are"
+                    " valid typing but not supported for components; expected element types"
+                    " (tuple[T1, T2, ...])"
+                )
             return _check_elements(params)
         return f"Unsupported container type '{base}'"
 

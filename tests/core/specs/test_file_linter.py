@@ -59,7 +59,12 @@ def test_valid_component_has_no_messages(tmp_path: Path) -> None:
         ("dict[list[str], str]", "Non-primitive key type 'list[str]'"),
         ("Dict[str, list[str]]", "Non-primitive value type 'list[str]'"),
         ("list[list[str]]", "Non-primitive element type 'list[str]'"),
-        ("tuple[int]", "Unsupported tuple type tuple[int]"),
+        (
+            "tuple[int]",
+            "Unsupported tuple type 'tuple[int]': single-element tuples are valid typing but not"
+            " supported for components; expected element types (tuple[T1, T2, ...])",
+        ),
+        ("Optional[Optional[str]]", "Unsupported container type 'Optional'"),
         ("tuple[int, list[int]]", "Non-primitive element type 'list[int]'"),
         ("set[str]", "Unsupported container type 'set'"),
         ("typing.Any", "Unsupported argument type 'typing.Any'"),
@@ -203,3 +208,17 @@ def test_read_conf_file_entry_point(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 def test_linter_reads_through_module_level_read_conf_file(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(file_linter, "read_conf_file", lambda p: "def c() -> AppDef:\n  ...\n")
     assert validate("does-not-exist.py", "c") == []
+
+
+@pytest.mark.parametrize(
+    "annotation",
+    [
+        "Optional[list[str]]",
+        "dict[str, int] | None",
+        "Annotated[Optional[str], 'x']",
+        "'str | None'",
+    ],
+)
+def test_one_optional_layer_is_accepted(tmp_path: Path, annotation: str) -> None:
+    body = f"def comp(x: {annotation}) -> AppDef:\n    ...\n"
+    assert _descriptions(tmp_path, body) == []
