@@ -90,9 +90,21 @@ class DockerJob:
             }
             shown.append({"image": c.image, "command": c.command, "kwargs": kwargs})
         return yaml.safe_dump(
-            {"app_id": self.app_id, "network": self.network, "containers": shown},
+            _plain({"app_id": self.app_id, "network": self.network, "containers": shown}),
             sort_keys=False,
         )
+
+
+def _plain(value: Any) -> Any:
+    """Returns ``value`` with dict subclasses as plain dicts and tuples as lists.
+
+    ``yaml.safe_dump`` then renders a request built with the SDK's ``Mount``/``DeviceRequest``.
+    """
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
 
 
 def network_name(app_id: str) -> str:

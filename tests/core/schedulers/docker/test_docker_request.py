@@ -154,3 +154,28 @@ def test_app_state_is_fail_fast_and_cancel_sticky() -> None:
     assert app_state([P, C]) == C
     assert app_state([F, S], cancelled=True) == AppState.CANCELLED
     assert app_state([]) == AppState.UNKNOWN
+
+
+def test_dryrun_yaml_renders_sdk_mount_and_device_request_types() -> None:
+    import yaml
+    from docker.types import DeviceRequest, Mount
+
+    from torchx.schedulers.docker_scheduler import DockerContainer, DockerJob
+
+    job = DockerJob(
+        app_id="a",
+        containers=[
+            DockerContainer(
+                image="img",
+                command=["echo"],
+                kwargs={
+                    "mounts": [Mount(target="/t", source="/s", read_only=True, type="bind")],
+                    "device_requests": [DeviceRequest(count=4, capabilities=[["compute"]])],
+                },
+            )
+        ],
+    )
+    kwargs = yaml.safe_load(str(job))["containers"][0]["kwargs"]
+    assert kwargs["mounts"][0]["Target"] == "/t" and kwargs["mounts"][0]["ReadOnly"] is True
+    assert kwargs["device_requests"][0]["Count"] == 4
+    assert kwargs["device_requests"][0]["Capabilities"] == [["compute"]]
