@@ -162,3 +162,24 @@ def test_concurrent_writer_processes(tmp_path: Path) -> None:
     assert got == {(f"src-{i}", f"art{w}") for i in range(3) for w in range(4)}
     leftovers = [p for p in Path(root).rglob(".tmp-*")]
     assert leftovers == []
+
+
+def test_config_file_given_as_a_url(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    cfg = tmp_path / "tracker.conf"
+    cfg.write_text(f"protocol=file\nroot_path={root}\n")
+    t = create(f"file://{cfg}")  # an existing file, not a root directory to create
+    t.add_metadata(RUN, x=1)
+    assert t.metadata(RUN) == {"x": 1}
+    assert cfg.is_file() and any(root.iterdir())
+    cfg.write_text("protocol=file\n")
+    with pytest.raises(ValueError, match="root_path"):
+        create(f"file://{cfg}")
+
+
+def test_config_key_with_an_empty_part(tmp_path: Path) -> None:
+    cfg = tmp_path / "tracker.conf"
+    cfg.write_text("protocol=file\nroot_path=/x\nclient_kwargs.endpointUrl.=http://h:9000\n")
+    with pytest.raises(ValueError, match="empty part"):
+        _read_config(str(cfg))

@@ -27,7 +27,6 @@ import os
 import time
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
-from pathlib import Path
 from typing import Any
 
 from torchx.tracker.api import (
@@ -71,9 +70,20 @@ def _check_artifact_name(name: str | None, what: str = "artifact name") -> None:
 
 
 def _read_config(config_file: str) -> dict[str, Any]:
-    """Reads ``key=value`` lines (``#`` comments; dotted keys nest) into a dict."""
+    """Reads ``key=value`` lines (``#`` comments; dotted keys nest) into a dict.
+
+    Args:
+        config_file: a path or fsspec URL (``file:///...``, ``s3://...``).
+
+    Raises:
+        ValueError: a line is not ``key=value``, or a dotted key has an empty part.
+    """
+    import fsspec
+
     config: dict[str, Any] = {}
-    for raw in Path(config_file).read_text().splitlines():
+    with fsspec.open(config_file, "rt") as f:
+        text = f.read()
+    for raw in text.splitlines():
         line = raw.split("#", 1)[0].strip()
         if not line:
             continue
@@ -82,6 +92,10 @@ def _read_config(config_file: str) -> dict[str, Any]:
             raise ValueError(f"line {raw!r} of tracker config {config_file} is not `key=value`")
         node = config
         *parents, leaf = [k.strip() for k in key.split(".")]
+        if not all([*parents, leaf]):
+            raise ValueError(
+                f"key {key.strip()!r} of tracker config {config_file} has an empty part"
+            )
         for part in parents:
             node = node.setdefault(part, {})
         node[leaf] = value.strip()
@@ -244,12 +258,26 @@ def _protocols(fs: Any) -> tuple[str, ...]:
     return (proto,) if isinstance(proto, str) else tuple(proto)
 
 
+def _is_file(config: str) -> bool:
+    """Whether ``config`` (a path or fsspec URL) names an existing file (a config file)."""
+    if "://" not in config:
+        return os.path.isfile(config)
+    import fsspec
+
+    try:
+        fs, path = fsspec.core.url_to_fs(config)
+        return bool(fs.isfile(path))
+    except (ImportError, ValueError, OSError):
+        return False
+
+
 def create(config: str | None) -> FsspecTracker:
     """Creates an :py:class:`FsspecTracker` (the ``fsspec`` entry point of ``torchx.tracker``).
 
     Args:
-        config: a directory or fsspec URL for the root (created if missing), or the path of a
-            ``key=value`` file with ``protocol``, ``root_path`` and filesystem options.
+        config: a directory or fsspec URL for the root (created if missing), or the path or
+            URL of an existing ``key=value`` file with ``protocol``, ``root_path`` and filesystem
+            options.
 
     Returns:
         The tracker.
@@ -265,7 +293,7 @@ def create(config: str | None) -> FsspecTracker:
             " (TORCHX_TRACKER_FSSPEC_CONFIG=/tmp/tracker_data) or a key=value file with"
             " protocol= and root_path="
         )
-    if "://" not in config and os.path.isfile(config):
+    if _is_file(config):
         options = _read_config(config)
         missing = [k for k in ("protocol", "root_path") if k not in options]
         if missing:
