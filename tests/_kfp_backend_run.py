@@ -192,8 +192,15 @@ class BackendRun:
         return result
 
     def _docker(self, name: str, container: Any, argv: list[str], executor_input: Any) -> str:
+        import docker
         from docker.types import Mount
 
+        try:  # never pull: a task's image must exist on this engine (no network here)
+            self.client.images.get(container["image"])
+        except docker.errors.ImageNotFound:
+            raise BackendRuleError(
+                f"task {name}: image {container['image']} is not on the local Docker engine"
+            ) from None
         minio = self.root / "minio"
         outputs = self.root / "outputs" / name
         for path in (minio, outputs):
