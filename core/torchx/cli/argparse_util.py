@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from collections.abc import Iterable, Sequence
 from typing import Any, Optional
+
+from torchx.settings import ENV_TORCHXCONFIG
 
 __all__ = ["ArgOnceAction", "torchxconfig", "torchxconfig_list", "torchxconfig_run"]
 
@@ -54,6 +57,9 @@ class torchxconfig(argparse.Action):
         **kwargs: other ``argparse.Action`` arguments.
     """
 
+    _subcmd_configs: dict[str, dict[str, str]] = {}
+    _subcmd_where: dict[str, tuple[Any, ...]] = {}
+
     def __init__(
         self,
         subcmd: str,
@@ -64,9 +70,7 @@ class torchxconfig(argparse.Action):
         config_dirs: Optional[Iterable[str]] = None,
         **kwargs: Any,
     ) -> None:
-        from torchx.runner.config import get_configs
-
-        configs = get_configs(prefix="cli", name=subcmd, dirs=config_dirs)
+        configs = self._configs(subcmd, config_dirs)
         if dest in configs:
             default = configs[dest]
             logger.debug("using `%s = %s` from [cli:%s] of .torchxconfig", dest, default, subcmd)
@@ -78,6 +82,27 @@ class torchxconfig(argparse.Action):
             default=default,
             **kwargs,
         )
+
+    @classmethod
+    def _configs(cls, subcmd: str, config_dirs: Optional[Iterable[str]]) -> dict[str, str]:
+        """Returns the ``[cli:{subcmd}]`` section, read once per sub-command.
+
+        TorchX's cache (``_subcmd_configs.clear()`` empties it); it is re-read when the config
+        location (``$TORCHXCONFIG``, the cwd, the directories) changed.
+        """
+        from torchx.runner import config
+
+        dirs = list(config_dirs) if config_dirs is not None else None
+        where = (
+            os.environ.get(ENV_TORCHXCONFIG),
+            os.getcwd(),
+            dirs,
+            list(config.DEFAULT_CONFIG_DIRS),
+        )
+        if subcmd not in cls._subcmd_configs or cls._subcmd_where.get(subcmd) != where:
+            cls._subcmd_configs[subcmd] = config.get_configs(prefix="cli", name=subcmd, dirs=dirs)
+            cls._subcmd_where[subcmd] = where
+        return cls._subcmd_configs[subcmd]
 
     def __call__(
         self,

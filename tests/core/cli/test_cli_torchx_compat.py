@@ -160,3 +160,28 @@ def test_cli_errors_exit_like_torchx_when_a_command_runs_directly(
         raise CliError("something is wrong; do this", exit_code=3)
     assert exit_info.value.code == 3
     assert capsys.readouterr().err == "torchx: error: something is wrong; do this\n"
+
+
+def test_cli_section_is_read_once_per_subcommand(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from torchx.cli.argparse_util import torchxconfig, torchxconfig_run
+
+    def workspace_default() -> Any:
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--workspace", action=torchxconfig_run, default="d")
+        return parser.parse_args([]).workspace
+
+    cfg = tmp_path / "a.torchxconfig"
+    cfg.write_text("[cli:run]\nworkspace = one\n")
+    monkeypatch.setenv("TORCHXCONFIG", str(cfg))
+    torchxconfig._subcmd_configs.clear()
+    assert workspace_default() == "one"
+    cfg.write_text("[cli:run]\nworkspace = two\n")
+    assert workspace_default() == "one"  # cached, as TorchX
+    torchxconfig._subcmd_configs.clear()
+    assert workspace_default() == "two"
+    other = tmp_path / "b.torchxconfig"
+    other.write_text("[cli:run]\n")
+    monkeypatch.setenv("TORCHXCONFIG", str(other))
+    assert workspace_default() == "d"  # another config location is read
