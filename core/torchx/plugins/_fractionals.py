@@ -32,51 +32,75 @@ _GiB = 1024
 
 
 def powers_of_two_gpus(resource: Resource) -> dict[float, str]:
-    """Fractions that halve the GPU count while it stays whole, suffixed by the GPU count.
+    """Fractions that halve the GPU count down to one GPU, suffixed by the GPU count.
 
-    An 8-GPU resource gives ``{1.0: "8", 0.5: "4", 0.25: "2", 0.125: "1"}``; a 6-GPU one gives
-    ``{1.0: "6", 0.5: "3"}``; a CPU-only one gives ``{}``.
+    An 8-GPU resource gives ``{1.0: "8", 0.5: "4", 0.25: "2", 0.125: "1"}`` (so
+    ``register.named_resource(fractionals=powers_of_two_gpus)`` on ``gpu`` registers ``gpu_8``,
+    ``gpu_4``, ``gpu_2`` and ``gpu_1``).
 
     Args:
         resource: the whole-host resource.
 
     Returns:
         ``{fraction: suffix}``.
+
+    Raises:
+        ValueError: the GPU count is not a positive power of two.
     """
     total = resource.gpu
+    if total <= 0 or total & (total - 1):
+        raise ValueError(
+            f"powers_of_two_gpus needs a resource whose gpu count is a power of two > 0"
+            f" (got gpu={total}); give explicit fractionals instead"
+        )
     out: dict[float, str] = {}
-    gpus = total
+    gpus, fraction = total, WHOLE
     while gpus >= 1:
-        out[gpus / total] = str(gpus)
-        if gpus % 2:
-            break
+        out[fraction] = str(gpus)
         gpus //= 2
+        fraction /= 2
     return out
 
 
-def halve_mem_down_to(minGiB: float) -> Callable[[Resource], dict[float, str]]:
-    """Returns a fractionals function that halves memory while it stays >= ``minGiB``.
+def _odd_part(n: int) -> int:
+    while n > 0 and n % 2 == 0:
+        n //= 2
+    return n
 
-    The suffix is the memory of the fraction in whole GiB followed by ``gb``: a 64 GiB host
-    with ``minGiB=16`` gives ``{1.0: "64gb", 0.5: "32gb", 0.25: "16gb"}``.
+
+def halve_mem_down_to(*, minGiB: int) -> Callable[[Resource], dict[float, str]]:
+    """Returns a fractionals function that halves the memory while it stays >= ``minGiB``.
+
+    The suffix is the memory of the fraction in GiB: a 64 GiB host with ``minGiB=16`` gives
+    ``{1.0: "64", 0.5: "32", 0.25: "16"}``.
 
     Args:
-        minGiB: the smallest memory (GiB) a generated fraction may have; must be > 0.
+        minGiB: the smallest memory (GiB) a generated fraction may have.
 
     Returns:
-        A function ``(whole Resource) -> {fraction: suffix}``.
-
-    Raises:
-        ValueError: ``minGiB`` is not positive.
+        A function ``(whole Resource) -> {fraction: suffix}``; it raises ``ValueError`` when the
+        memory is not a positive whole number of GiB, or ``minGiB`` is below its odd part
+        (halving further would give fractional GiB).
     """
-    if minGiB <= 0:
-        raise ValueError(f"halve_mem_down_to(minGiB={minGiB}): minGiB must be > 0")
 
     def fractions(resource: Resource) -> dict[float, str]:
+        mem_mb = resource.memMB
+        if mem_mb <= 0 or mem_mb % _GiB:
+            raise ValueError(
+                f"halve_mem_down_to needs a resource with a positive whole number of GiB"
+                f" (got memMB={mem_mb})"
+            )
+        mem_gib = mem_mb // _GiB
+        odd = _odd_part(mem_gib)
+        if minGiB < odd:
+            raise ValueError(
+                f"halve_mem_down_to(minGiB={minGiB}): minGiB must be >= {odd}, the odd part of"
+                f" {mem_gib} GiB (halving below it gives fractional GiB)"
+            )
         out: dict[float, str] = {}
         fraction = WHOLE
-        while resource.memMB * fraction >= minGiB * _GiB:
-            out[fraction] = f"{int(resource.memMB * fraction // _GiB)}gb"
+        while (gib := int(mem_gib * fraction)) >= minGiB:
+            out[fraction] = str(gib)
             fraction /= 2
         return out
 

@@ -167,17 +167,31 @@ def test_powers_of_two_gpus() -> None:
         0.25: "2",
         0.125: "1",
     }
-    assert powers_of_two_gpus(Resource(cpu=1, gpu=6, memMB=1)) == {1.0: "6", 0.5: "3"}
-    assert powers_of_two_gpus(Resource(cpu=1, gpu=0, memMB=1)) == {}
+    assert powers_of_two_gpus(Resource(cpu=1, gpu=1, memMB=1)) == {1.0: "1"}
+    for gpus in (0, 6):  # as TorchX: only a positive power of two
+        with pytest.raises(ValueError, match=f"got gpu={gpus}"):
+            powers_of_two_gpus(Resource(cpu=1, gpu=gpus, memMB=1))
 
 
 def test_halve_mem_down_to() -> None:
+    # as TorchX: the suffix is the GiB count (names like t1_64, t1_32, t1_16)
     fractions = halve_mem_down_to(minGiB=16)
     assert fractions(Resource(cpu=1, gpu=0, memMB=64 * 1024)) == {
-        1.0: "64gb",
-        0.5: "32gb",
-        0.25: "16gb",
+        1.0: "64",
+        0.5: "32",
+        0.25: "16",
     }
     assert fractions(Resource(cpu=1, gpu=0, memMB=8 * 1024)) == {}
-    with pytest.raises(ValueError, match="minGiB must be > 0"):
-        halve_mem_down_to(minGiB=0)
+    assert halve_mem_down_to(minGiB=3)(Resource(cpu=1, gpu=0, memMB=96 * 1024)) == {
+        1.0: "96",
+        0.5: "48",
+        0.25: "24",
+        0.125: "12",
+        0.0625: "6",
+        0.03125: "3",
+    }
+    with pytest.raises(ValueError, match="odd part"):
+        halve_mem_down_to(minGiB=1)(Resource(cpu=1, gpu=0, memMB=96 * 1024))
+    for mem in (0, 1536):
+        with pytest.raises(ValueError, match="whole number of GiB"):
+            fractions(Resource(cpu=1, gpu=0, memMB=mem))
