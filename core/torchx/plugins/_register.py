@@ -87,27 +87,38 @@ class _NamedResourceRegistrar:
             )
         self.table[name] = factory
 
+    def set_attr(self, name: str, factory: Callable[[], Resource]) -> None:
+        """Makes ``factory`` the module attribute ``name`` (as TorchX does)."""
+        if hasattr(self.module, name):
+            raise AttributeError(
+                f"cannot add `{name}` (named resource `{self.name}`): module"
+                f" `{self.module.__name__}` already has an attribute `{name}`"
+            )
+        setattr(self.module, name, factory)
+
     def base(self, fractional: bool) -> Callable[[], Resource]:
         fn, name = self.fn, self.name
         make: Callable[[], Resource] = (lambda: fn(WHOLE)) if fractional else fn
         factory = _factory(fn, self.module.__name__, name, lambda: _tagged(make, name, False))
         self.add(name, factory)
+        if name != fn.__name__:
+            self.set_attr(name, factory)
         return factory
 
     def alias(self, alias: str, base: Callable[[], Resource]) -> None:
         factory = _factory(self.fn, self.module.__name__, alias, base)
+        factory._plugin_base_name = self.name  # type: ignore[attr-defined]
+        factory._plugin_is_alias = True  # type: ignore[attr-defined]
         self.add(alias, factory)
-        if hasattr(self.module, alias):
-            raise AttributeError(
-                f"cannot add alias `{alias}` of named resource `{self.name}`: module"
-                f" `{self.module.__name__}` already has an attribute `{alias}`"
-            )
-        setattr(self.module, alias, factory)
+        self.set_attr(alias, factory)
 
     def fraction(self, fraction: float, suffix: str) -> None:
         fn, name = self.fn, f"{self.name}_{suffix}"
         call = lambda: _tagged(lambda: fn(fraction), name, fraction != WHOLE)  # noqa: E731
-        self.add(name, _factory(fn, self.module.__name__, name, call))
+        factory = _factory(fn, self.module.__name__, name, call)
+        factory._plugin_base_name = self.name  # type: ignore[attr-defined]
+        self.add(name, factory)
+        self.set_attr(name, factory)
 
 
 class _Register:
@@ -180,10 +191,12 @@ class _Register:
 
         The base factory (returned in place of the function) tags its resource with
         ``torchx/named_resources.name = name`` and ``is_fractional = False``. Each alias is a
-        wrapper of the base factory (same tags), added to the dict and as a module attribute.
-        For each ``{fraction: suffix}`` of ``fractionals`` (a mapping, or a function of the whole
-        resource) a factory ``{name}_{suffix}`` calling ``fn(fraction)`` is added, tagged with
-        its own name and ``is_fractional = fraction != 1.0``.
+        wrapper of the base factory (same tags). For each ``{fraction: suffix}`` of
+        ``fractionals`` (a mapping, or a function of the whole resource) a factory
+        ``{name}_{suffix}`` calling ``fn(fraction)`` is added, tagged with its own name and
+        ``is_fractional = fraction != 1.0``. As TorchX, every generated name (a ``name`` other
+        than the function's, aliases, fractions) is also set as a module attribute, and alias
+        and fraction factories carry ``_plugin_base_name``.
 
         Args:
             name: the registered name (default: the function name).
@@ -196,7 +209,7 @@ class _Register:
 
         Raises:
             ValueError: a name is already in the module's ``NAMED_RESOURCES``.
-            AttributeError: an alias is already an attribute of the module.
+            AttributeError: a generated name is already an attribute of the module.
         """
         if callable(name):
             return self.named_resource()(name)

@@ -195,3 +195,35 @@ def test_halve_mem_down_to() -> None:
     for mem in (0, 1536):
         with pytest.raises(ValueError, match="whole number of GiB"):
             fractions(Resource(cpu=1, gpu=0, memMB=mem))
+
+
+def test_generated_names_are_module_attributes(make_module) -> None:
+    mod = make_module(
+        HEADER
+        + """
+@register.named_resource(name="custom", aliases=["alias"], fractionals={HALF: "half"})
+def fn(fractional: float = 1.0):
+    return Resource(cpu=int(16 * fractional), gpu=0, memMB=1000)
+"""
+    )
+    # as TorchX: a custom name, aliases and fractions are importable from the module
+    assert mod.custom is mod.NAMED_RESOURCES["custom"]
+    assert mod.alias is mod.NAMED_RESOURCES["alias"]
+    assert mod.custom_half().cpu == 8
+    assert mod.alias._plugin_base_name == "custom" and mod.alias._plugin_is_alias
+    assert mod.custom_half._plugin_base_name == "custom"
+    assert not hasattr(mod.custom, "_plugin_base_name")
+
+
+def test_fraction_clashing_with_module_attribute_raises(make_module) -> None:
+    with pytest.raises(AttributeError, match="already has an attribute `host_half`"):
+        make_module(
+            HEADER
+            + """
+host_half = 1
+
+@register.named_resource(fractionals={HALF: "half"})
+def host(fractional: float = 1.0):
+    return Resource(cpu=1, gpu=0, memMB=1)
+"""
+        )
