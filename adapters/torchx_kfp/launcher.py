@@ -14,7 +14,8 @@ PID 1 (a KFP run cancelled, the pod deleted) reaches the launcher, which cancels
 The launcher pod itself: ``launcher_resource`` sizes it (as the kubernetes scheduler sizes a
 role), ``secrets`` expose Kubernetes secrets as its env (a tracker's credentials never appear in
 the compiled IR, only the secret's name and keys) and forward those variables to the app's
-roles, ``node_selector``/``tolerations`` place it. It runs as the KFP run's service account
+roles, ``node_selector``/``tolerations`` place it, ``pvc`` mounts a volume the steps share
+(in the app's pods too, with the kubernetes scheduler). It runs as the KFP run's service account
 (KFP sets none per task), which needs ``deploy/kfp-launcher-rbac.yaml``; ``service_account``
 is the one the app's pods run as (the kubernetes scheduler's ``service_account`` option).
 
@@ -154,6 +155,8 @@ def launcher_from_app(
     node_selector: Optional[Mapping[str, str]] = None,
     tolerations: Optional[Sequence[Mapping[str, Any]]] = None,
     service_account: Any = "",
+    pvc: Any = "",
+    pvc_mount_path: str = "/mnt/torchx",
 ) -> PipelineTask:
     """Creates a launcher task for ``app`` inside a ``@dsl.pipeline``.
 
@@ -186,6 +189,11 @@ def launcher_from_app(
         service_account: the service account of the app's pods (the kubernetes scheduler's
             ``service_account`` run option; a string or a channel). The launcher pod runs as
             the KFP run's service account.
+        pvc: a PersistentVolumeClaim (a name or a channel, e.g. a ``kfp.kubernetes.CreatePVC``
+            task's ``outputs["name"]``) mounted at ``pvc_mount_path`` in the launcher pod
+            (kfp-kubernetes) and, with the kubernetes scheduler, in every role's pods: the
+            steps of a pipeline share data through it (use a ReadWriteMany claim).
+        pvc_mount_path: where ``pvc`` is mounted.
     """
     overrides = {"image": image, "resource": resource, "max_retries": max_retries}
     spec = _app_spec(app, component_args, {k: v for k, v in overrides.items() if v is not None})
@@ -193,7 +201,9 @@ def launcher_from_app(
         raise ValueError("launcher `params` need a component name (e.g. 'dist.ddp')")
     from torchx_kfp._compile.launcher_pod import LauncherPod
 
-    pod = LauncherPod.of(launcher_resource, secrets, node_selector, tolerations)
+    pod = LauncherPod.of(
+        launcher_resource, secrets, node_selector, tolerations, pvc, pvc_mount_path
+    )
     component = launcher_component(launcher_image, packages_to_install)
     task = component(
         **spec,
@@ -204,6 +214,8 @@ def launcher_from_app(
         parent_run_id=parent_run_id,
         secret_env=pod.secret_env(),
         service_account=service_account,
+        pvc=pvc,
+        pvc_mount_path=pvc_mount_path if pvc else "",
     )
     from kfp.dsl import pipeline_context
 

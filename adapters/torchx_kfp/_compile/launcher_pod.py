@@ -1,4 +1,4 @@
-"""The launcher task's own pod: resources, secrets as env, node selector and tolerations.
+"""The launcher task's own pod: resources, secrets as env, placement and a shared volume.
 
 Resources are sized by ``torchx.schedulers.kubernetes_scheduler.requests_and_limits``, the
 function that sizes the kubernetes scheduler's pods (limits = the resource, requests less the
@@ -28,6 +28,8 @@ class LauncherPod:
         secrets: ``{secret name: {secret key: env var}}``.
         node_selector: node labels.
         tolerations: tolerations (``{key, operator, value, effect, toleration_seconds}``).
+        pvc: a claim name (or a pipeline channel) to mount, or "".
+        pvc_mount_path: where ``pvc`` is mounted.
     """
 
     requests: dict[str, str] = dataclasses.field(default_factory=dict)
@@ -35,6 +37,8 @@ class LauncherPod:
     secrets: dict[str, dict[str, str]] = dataclasses.field(default_factory=dict)
     node_selector: dict[str, str] = dataclasses.field(default_factory=dict)
     tolerations: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    pvc: Any = ""
+    pvc_mount_path: str = ""
 
     @classmethod
     def of(
@@ -43,6 +47,8 @@ class LauncherPod:
         secrets: Optional[Mapping[str, Mapping[str, str]]] = None,
         node_selector: Optional[Mapping[str, str]] = None,
         tolerations: Optional[Sequence[Mapping[str, Any]]] = None,
+        pvc: Any = "",
+        pvc_mount_path: str = "",
     ) -> LauncherPod:
         """Validates and collects the options of ``launcher_from_app``.
 
@@ -56,7 +62,11 @@ class LauncherPod:
             secrets=_secrets(secrets),
             node_selector={str(k): str(v) for k, v in (node_selector or {}).items()},
             tolerations=[check_toleration(t) for t in tolerations or []],
+            pvc=pvc,
+            pvc_mount_path=pvc_mount_path,
         )
+        if pvc and not pvc_mount_path.startswith("/"):
+            raise ValueError(f"pvc_mount_path `{pvc_mount_path}` must be an absolute path")
         if resource is not None:
             pod.requests, pod.limits = _sized(resource)
         return pod
@@ -82,6 +92,8 @@ class LauncherPod:
             kubernetes.add_node_selector(task, key, value)
         for toleration in self.tolerations:
             kubernetes.add_toleration(task, **toleration)
+        if self.pvc:
+            kubernetes.mount_pvc(task, pvc_name=self.pvc, mount_path=self.pvc_mount_path)
 
 
 def _sized(resource: Union[str, Resource]) -> tuple[dict[str, str], dict[str, str]]:

@@ -141,6 +141,18 @@ def _with_service_account(scheduler_cfg: str, service_account: str) -> str:
     return f"{scheduler_cfg},{extra}" if scheduler_cfg else extra
 
 
+def _with_volume(request: LaunchRequest, app: Any, volume: tuple[str, str]) -> LaunchRequest:
+    """``request`` for the built ``app`` with the claim mounted in every role."""
+    import dataclasses
+
+    from torchx.specs.api import VolumeMount
+
+    claim, path = volume
+    for role in app.roles:
+        role.mounts = [*role.mounts, VolumeMount(src=claim, dst_path=path)]
+    return dataclasses.replace(request, app=app, component=None, component_args=None)
+
+
 def launch(
     spec: Mapping[str, Any],
     params: Mapping[str, Any],
@@ -151,6 +163,7 @@ def launch(
     *,
     secret_env: Sequence[str] = (),
     service_account: str = "",
+    volume: Optional[tuple[str, str]] = None,
     emit: Emit = _print,
     wait_interval: float = 5.0,
 ) -> str:
@@ -161,7 +174,10 @@ def launch(
     The discovered ``.torchxconfig`` gives ``[component:<name>]`` defaults, as for the CLI.
     The app is followed by ``torchx.runner.follow``: SIGTERM or any error while following
     cancels it. ``secret_env`` names launcher env vars (set from Kubernetes secrets) that
-    every role gets too; ``service_account`` becomes the scheduler's ``service_account``.
+    every role gets too; ``service_account`` becomes the scheduler's ``service_account``;
+    ``volume`` (a claim and its mount path, which the launcher pod has) is mounted in every
+    role's pods when the scheduler is ``kubernetes`` (other schedulers run the app inside the
+    launcher's pod, where the claim already is).
 
     Raises:
         TorchXKfpAppError: the app ended FAILED or CANCELLED (the message starts with its
@@ -176,6 +192,8 @@ def launch(
     request = launch_request(spec, params, scheduler, cfg, parent_run_id, _app_env(env, secret_env))
     with _environ(env), get_runner(config=TorchXConfig.discover()) as runner:
         info = runner.dryrun_request(request)
+        if volume and scheduler == "kubernetes":
+            info = runner.dryrun_request(_with_volume(request, info.app, volume))
         handle = runner.schedule(info)
         emit(f"launched TorchX app {handle}")
         with (

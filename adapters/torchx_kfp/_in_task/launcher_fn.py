@@ -23,6 +23,8 @@ def torchx_launch(
     parent_run_id: str = "",
     secret_env: list = [],  # noqa: B006 (KFP reads the default; never mutated)
     service_account: str = "",
+    pvc: str = "",
+    pvc_mount_path: str = "",
 ) -> NamedTuple("Outputs", [("app_handle", str), ("app_id", str), ("tracker_run_id", str)]):  # type: ignore[valid-type]
     """Submits a TorchX app, streams its logs, and fails when the app does not succeed.
 
@@ -39,6 +41,9 @@ def torchx_launch(
         secret_env: env vars of the launcher (set from Kubernetes secrets) passed on to
             every role of the app.
         service_account: the service account of the app's pods (kubernetes scheduler).
+        pvc: a PersistentVolumeClaim the launcher pod has at ``pvc_mount_path``; with the
+            kubernetes scheduler every role mounts it there too.
+        pvc_mount_path: where ``pvc`` is mounted.
     """
     from collections import namedtuple
 
@@ -54,6 +59,7 @@ def torchx_launch(
         parent_run_id,
         secret_env=secret_env,
         service_account=service_account,
+        volume=(pvc, pvc_mount_path) if pvc else None,
     )
     outputs = namedtuple("outputs", ["app_handle", "app_id", "tracker_run_id"])
     return outputs(handle, handle.rsplit("/", 1)[-1], handle)

@@ -130,3 +130,37 @@ def test_secret_env_reaches_the_roles(monkeypatch: pytest.MonkeyPatch) -> None:
     spec = {"component": "utils.echo", "args": [], "app": "", "overrides": {}}
     with pytest.raises(ValueError, match="the launcher's env has no TX_TEST_TOKEN"):
         launch(spec, {}, {}, "local_cwd", secret_env=["TX_TEST_TOKEN"])
+
+
+def test_pvc_is_mounted_in_the_launcher_and_passed_on(tmp_path: Path) -> None:
+    """A claim (here made per run by CreatePVC) reaches the launcher pod and the task's inputs."""
+    from kfp import kubernetes
+
+    @dsl.pipeline
+    def p() -> None:
+        pvc = kubernetes.CreatePVC(
+            pvc_name_suffix="-tx", access_modes=["ReadWriteMany"], size="1Gi"
+        )
+        launcher_from_app("utils.echo", pvc=pvc.outputs["name"], pvc_mount_path="/data")
+
+    ir, platform = compile_ir(p, tmp_path)
+    mount = k8s_executor(platform, "torchx-launch")["pvcMount"][0]
+    assert mount["mountPath"] == "/data"
+    assert mount["pvcNameParameter"]["taskOutputParameter"]["producerTask"] == "createpvc"
+    inputs = ir["root"]["dag"]["tasks"]["torchx-launch"]["inputs"]["parameters"]
+    assert inputs["pvc_mount_path"]["runtimeValue"]["constant"] == "/data"
+    assert inputs["pvc"]["taskOutputParameter"]["producerTask"] == "createpvc"
+
+
+def test_the_claim_is_mounted_in_every_role_of_a_kubernetes_app() -> None:
+    from torchx.runner.launch import LaunchRequest
+    from torchx_kfp._in_task.launch import _with_volume
+
+    app = specs.AppDef(
+        name="a",
+        roles=[specs.Role(name=n, image="img", entrypoint="run") for n in ("x", "y")],
+    )
+    request = _with_volume(LaunchRequest(app=app), app, ("claim", "/data"))
+    assert request.app is not None
+    for role in request.app.roles:
+        assert role.mounts == [specs.VolumeMount(src="claim", dst_path="/data")]
