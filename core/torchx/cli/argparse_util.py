@@ -2,9 +2,10 @@
 
 * :class:`ArgOnceAction`: a flag that may be given only once (``-cfg``, ``--parent_run_id``).
 * :class:`torchxconfig`: an action whose default comes from the ``[cli:{subcmd}]`` section of
-  ``.torchxconfig``; :class:`torchxconfig_run` and :class:`torchxconfig_list` fix the
-  sub-command. A key present in the file replaces the declared default, even when empty
-  (``workspace =`` disables the workspace), and makes a required option optional.
+  ``.torchxconfig`` (also given at most once); :class:`torchxconfig_run` and
+  :class:`torchxconfig_list` fix the sub-command. A key present in the file replaces the
+  declared default, even when empty (``workspace =`` disables the workspace), and makes a
+  required option optional.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import argparse
 import logging
 import os
 import sys
+import weakref
 from collections.abc import Iterable, Sequence
 from typing import Any, Optional
 
@@ -34,14 +36,32 @@ class ArgOnceAction(argparse.Action):
         option_string: Optional[str] = None,
     ) -> None:
         """Stores ``values``; exits 1 if the flag was already given."""
-        if getattr(namespace, self.dest, self.default) is not self.default:
-            flag = option_string or "/".join(self.option_strings) or self.dest
-            if logging.getLogger().handlers:
-                logger.error("`%s` is specified more than once", flag)
-            else:  # logging is configured after parsing: print the CLI's error line
-                print(f"torchx: error: `{flag}` is specified more than once", file=sys.stderr)
-            sys.exit(1)
+        _check_once(self, namespace, option_string)
         setattr(namespace, self.dest, values)
+
+
+# per parse (keyed by the namespace's id, dropped when it is collected): the dests already given
+_seen: dict[int, set[str]] = {}
+
+
+def _check_once(
+    action: argparse.Action, namespace: argparse.Namespace, flag: Optional[str]
+) -> None:
+    """Exits 1 with one error line when ``action``'s option was already given in this parse."""
+    if flag is None:  # a positional
+        return
+    key = id(namespace)
+    seen = _seen.get(key)
+    if seen is None:
+        seen = _seen[key] = set()
+        weakref.finalize(namespace, _seen.pop, key, None)
+    if action.dest in seen:
+        if logging.getLogger().handlers:
+            logger.error("`%s` is specified more than once", flag)
+        else:  # logging is configured after parsing: print the CLI's error line
+            print(f"torchx: error: `{flag}` is specified more than once", file=sys.stderr)
+        sys.exit(1)
+    seen.add(action.dest)
 
 
 class torchxconfig(argparse.Action):
@@ -111,7 +131,8 @@ class torchxconfig(argparse.Action):
         values: str | Sequence[Any] | None,
         option_string: Optional[str] = None,
     ) -> None:
-        """Stores ``values``."""
+        """Stores ``values``; exits 1 if the option was already given (as TorchX)."""
+        _check_once(self, namespace, option_string)
         setattr(namespace, self.dest, values)
 
 

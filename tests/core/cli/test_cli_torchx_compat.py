@@ -185,3 +185,22 @@ def test_cli_section_is_read_once_per_subcommand(
     other.write_text("[cli:run]\n")
     monkeypatch.setenv("TORCHXCONFIG", str(other))
     assert workspace_default() == "d"  # another config location is read
+
+
+def test_options_given_twice_exit_1_per_parse(
+    run_cmd: tuple[argparse.ArgumentParser, Any],
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    parser, _ = run_cmd
+    # --scheduler is a torchxconfig option: as TorchX, it may be given only once too
+    for argv in (["-s", "local_cwd", "-s", "local_cwd"], ["-cfg", "a=b", "-cfg", "a=b"]):
+        with pytest.raises(SystemExit) as exit_info:
+            parser.parse_args([*argv, "utils.echo"])
+        assert exit_info.value.code == 1
+        said = capsys.readouterr().err + caplog.text  # a log line once logging is set up
+        assert f"`{argv[0]}` is specified more than once" in said
+        caplog.clear()
+    # the state is per parse: the same parser parses again
+    assert parser.parse_args(["-s", "local_cwd", "utils.echo"]).scheduler == "local_cwd"
+    assert parser.parse_args(["-s", "local_docker", "utils.echo"]).scheduler == "local_docker"
