@@ -1,4 +1,4 @@
-"""What a ``torchx`` connection (or the hook's arguments) says about where and how to run apps.
+r"""What a ``torchx`` connection (or the hook's arguments) says about where and how to run apps.
 
 Pure Python, no Airflow import: the hook reads the connection's extras into a
 :class:`TorchXSettings`; everything else (scheduler, run options, component defaults,
@@ -10,7 +10,11 @@ Connection extras (JSON)::
       "scheduler": "local_cwd",
       "scheduler_cfg": {"log_dir": "/tmp/logs"},      # or "log_dir=/tmp/logs,..."
       "scheduler_params": {"cache_size": 100},        # keyword args of the scheduler factory
-      "torchxconfig": "[component:dist.ddp]  j = 1x2 ..."  # the text of a .torchxconfig
+      "torchxconfig": "[component:dist.ddp]  j = 1x2 ...",  # the text of a .torchxconfig
+      "kubeconfig": "apiVersion: v1\nkind: Config ...",   # a kubeconfig (YAML text or object)
+      "kubeconfig_path": "/etc/kube/config",             # or a kubeconfig file on the worker
+      "kube_context": "prod",                            # the context of either
+      "in_cluster": false                                # or the pod's service account
     }
 
 ``torchxconfig`` is the text of a ``.torchxconfig`` file, read by
@@ -18,8 +22,10 @@ Connection extras (JSON)::
 files (its values win): ``[cli:run] scheduler`` is the default scheduler, ``[<scheduler>]``
 fills run options that neither the operator nor ``scheduler_cfg`` set, ``[component:<name>]``
 sections give component defaults, and ``[torchx:tracker]`` / ``[tracker:<name>]`` sections
-configure trackers for the launched apps. ``[named_resources]`` is read only from real
-``.torchxconfig`` files on the worker (see the README).
+configure trackers for the launched apps, and ``[named_resources]`` defines named resources
+(they win over the worker's files). The ``kubeconfig*``, ``kube_context`` and ``in_cluster``
+extras configure the ``kubernetes`` scheduler's cluster access (without them: in-cluster, else
+``$KUBECONFIG``), so a worker needs no local file.
 """
 
 from __future__ import annotations
@@ -34,7 +40,22 @@ if TYPE_CHECKING:
 
 __all__ = ["EXTRA_KEYS", "TorchXSettings"]
 
-EXTRA_KEYS = ("scheduler", "scheduler_cfg", "scheduler_params", "torchxconfig")
+EXTRA_KEYS = (
+    "scheduler",
+    "scheduler_cfg",
+    "scheduler_params",
+    "torchxconfig",
+    "kubeconfig",
+    "kubeconfig_path",
+    "kube_context",
+    "in_cluster",
+)
+_KUBE_PARAMS = {  # connection extra -> kubernetes scheduler factory parameter
+    "kubeconfig": "kubeconfig_text",
+    "kubeconfig_path": "kubeconfig",
+    "kube_context": "kube_context",
+    "in_cluster": "in_cluster",
+}
 
 
 def _check_extras(extras: Mapping[str, Any], conn_id: str) -> None:
@@ -66,12 +87,16 @@ class TorchXSettings:
         scheduler_cfg: run options as a dict, or a ``k=v,k2=v2`` string.
         scheduler_params: keyword arguments for the scheduler factories.
         torchxconfig: the text of a ``.torchxconfig`` file ("" for none).
+        kube: the kubernetes scheduler's cluster access (factory parameters
+            ``kubeconfig_text``, ``kubeconfig``, ``kube_context``, ``in_cluster``); kept apart
+            from ``scheduler_params`` so it never travels in trigger arguments.
     """
 
     scheduler: Optional[str] = None
     scheduler_cfg: Any = None
     scheduler_params: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     torchxconfig: str = ""
+    kube: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
     @classmethod
     def from_extras(cls, extras: Mapping[str, Any], conn_id: str = "") -> TorchXSettings:
@@ -95,6 +120,7 @@ class TorchXSettings:
             scheduler_cfg=_ui_field(extras, "scheduler_cfg"),
             scheduler_params=dict(params),
             torchxconfig=_ui_field(extras, "torchxconfig") or "",
+            kube=_kube(extras, conn_id),
         )
 
     def override(
@@ -110,6 +136,7 @@ class TorchXSettings:
             scheduler_cfg=_merge_cfg(self.scheduler_cfg, scheduler_cfg),
             scheduler_params={**self.scheduler_params, **(scheduler_params or {})},
             torchxconfig=self.torchxconfig if torchxconfig is None else torchxconfig,
+            kube=self.kube,
         )
 
     def config(self) -> TorchXConfig:
@@ -126,3 +153,28 @@ def _merge_cfg(base: Any, top: Any) -> Any:
     if isinstance(base, Mapping) and isinstance(top, Mapping):
         return {**base, **top}
     return top
+
+
+def _kube(extras: Mapping[str, Any], conn_id: str) -> dict[str, Any]:
+    """The kubernetes factory parameters of the ``kubeconfig*`` / ``kube_context`` extras."""
+    out: dict[str, Any] = {}
+    for extra, param in _KUBE_PARAMS.items():
+        value = _ui_field(extras, extra)
+        if value in (None, False):
+            continue
+        if extra == "kubeconfig" and isinstance(value, Mapping):
+            import json
+
+            value = json.dumps(value)  # JSON is YAML: one text form for the factory
+        elif extra == "in_cluster":
+            value = value if isinstance(value, bool) else str(value).lower() in ("1", "true")
+        elif not isinstance(value, str):
+            raise ValueError(
+                f"connection `{conn_id}`: `{extra}` must be a string, got {type(value).__name__}"
+            )
+        out[param] = value
+    if "kubeconfig_text" in out and "kubeconfig" in out:
+        raise ValueError(
+            f"connection `{conn_id}`: set one of `kubeconfig` (the text) or `kubeconfig_path`"
+        )
+    return out

@@ -17,8 +17,8 @@ def get_provider_info() -> dict[str, Any]:
     """Returns the provider description Airflow validates against its provider schema.
 
     Returns:
-        A plain dict: package name, operators, hooks, triggers, the ``torchx``
-        connection type and the ``[torchx]`` configuration section.
+        A plain dict: package name, operators, hooks, triggers, the "TorchX app" extra link,
+        the ``torchx`` connection type and the ``[torchx]`` configuration section.
     """
     return {
         "package-name": "torchx-flow",
@@ -46,6 +46,7 @@ def get_provider_info() -> dict[str, Any]:
                 "python-modules": ["torchx_airflow.triggers.torchx"],
             }
         ],
+        "extra-links": ["torchx_airflow.links.torchx.TorchXAppLink"],
         "connection-types": [
             {
                 "connection-type": "torchx",

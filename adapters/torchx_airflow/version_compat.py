@@ -10,8 +10,8 @@ from __future__ import annotations
 from importlib import metadata
 
 try:
-    from airflow.sdk import BaseHook, BaseOperator, Connection, Context
-    from airflow.sdk.exceptions import AirflowException, AirflowNotFoundException
+    from airflow.sdk import BaseHook, BaseOperator, BaseOperatorLink, Connection, Context
+    from airflow.sdk.exceptions import AirflowException, AirflowNotFoundException, TaskDeferred
     from airflow.triggers.base import BaseTrigger, TriggerEvent
 except ImportError as e:  # pragma: no cover - exercised only without Airflow
     raise ImportError(
@@ -24,9 +24,11 @@ __all__ = [
     "AirflowNotFoundException",
     "BaseHook",
     "BaseOperator",
+    "BaseOperatorLink",
     "BaseTrigger",
     "Connection",
     "Context",
+    "TaskDeferred",
     "TriggerEvent",
     "airflow_version",
     "default_deferrable",

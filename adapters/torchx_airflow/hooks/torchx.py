@@ -101,7 +101,7 @@ class TorchXHook(BaseHook):
 
         return Runner(
             name=SESSION_NAME,
-            scheduler_params=dict(settings.scheduler_params),
+            scheduler_params={**settings.scheduler_params, **settings.kube},
             config=settings.config(),
         )
 

@@ -15,35 +15,32 @@ scheduler inside one Airflow try; Airflow's ``retries`` re-run the task. They mu
 app may run up to ``(retries + 1) * (max_retries + 1)`` times. Prefer scheduler retries for
 flaky replicas and keep Airflow retries for infrastructure failures.
 
-Re-attach: local apps are launched detached (they outlive the worker) and the app handle is
-kept in the task state store (Airflow 3.3+) once the app has run for 50 ms. A retried or
-restarted try waits on the live app instead of launching a duplicate, reuses an app that
-SUCCEEDED, and relaunches one that failed or was cancelled. An app that ends within 50 ms is
-not kept (that saves an API round trip per short task): like a ``BashOperator`` command, a
-retry runs it again.
+Re-attach (``_reattach``): a retry waits on the live app of an earlier try that died, found
+by its labels or the task state store; an app is used by one finishing try only (clearing a
+succeeded task runs a new app). Deadlines and cleanup (``_cleanup``): the rest of
+``execution_timeout`` bounds the deferral and the worker wait; the app of a failed task is
+cancelled unless ``on_finish_action="keep"``. Local replicas do not get Airflow's secrets.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Optional, Union
 
 from torchx_airflow._errors import TorchXAppError
-from torchx_airflow._reattach import AppSlot, Decision, decide
-from torchx_airflow.version_compat import BaseOperator, Context, default_deferrable
+from torchx_airflow._reattach import AppSlot, check_on_other_host, task_labels
+from torchx_airflow.version_compat import BaseOperator, Context, TaskDeferred, default_deferrable
 
 if TYPE_CHECKING:
     from torchx.runner.api import Runner
     from torchx.runner.follow import FollowResult
     from torchx.runner.launch import PerRole
-    from torchx.specs.api import AppDef, AppStatus
-    from torchx.util.log_tee_helpers import LogTee
+    from torchx.specs.api import AppDef
     from torchx_airflow._settings import TorchXSettings
 
 __all__ = ["TorchXAppError", "TorchXOperator"]
 
 _XCOM_KEYS = ("app_handle", "app_id", "state", "ui_url", "tracker_run_id")
-_DUMP_LIMIT = 2000  # log lines per replica copied after a deferred wait
 _JOIN_TIMEOUT = 10.0  # seconds per replica for the log tails to reach the end
 # an app still running this long after launch gets its own ``app_handle`` XCom at once; one that
 # ended sooner has it in the result (one API round trip less for short tasks)
@@ -59,11 +56,11 @@ class TorchXOperator(BaseOperator):
     The task's XCom ``return_value`` is ``{app_handle, app_id, state, ui_url,
     tracker_run_id}``; ``app_handle`` is also pushed under its own key while the app runs (once
     it has run for a second, or before the task defers), and when the app fails (no
-    ``return_value`` then) every field is pushed under its own key. Replica logs are copied
-    into the task log while waiting. A FAILED or CANCELLED app fails the task with
-    :class:`TorchXAppError`, whose message starts with the app's structured error and ends with
-    the last log lines of its failed replicas. Killing the task (``on_kill``), or an error while
-    it waits in the worker, cancels the app (the wait is core's ``torchx.runner.follow``).
+    ``return_value`` then) every field is pushed under its own key (no XCom at all with
+    ``do_xcom_push=False``). Replica logs are copied into the task log while waiting. A FAILED
+    or CANCELLED app fails the task with :class:`TorchXAppError`, whose message starts with the
+    app's structured error and ends with the last log lines of its failed replicas. The
+    "TorchX app" extra link points at the app's web UI when its scheduler has one.
 
     Args:
         component: a builtin (``dist.ddp``, ``utils.python``) or ``path/file.py:fn``; templated.
@@ -88,8 +85,15 @@ class TorchXOperator(BaseOperator):
             could neither follow nor cancel them) unless ``[torchx] defer_local_apps``.
         poll_interval: the longest time between two status checks, in seconds.
         stream_logs: copy replica logs into the task log.
-        durable: keep the app handle in the task state store (once the app has run for
-            50 ms) and re-attach on retry.
+        durable: re-attach a retry to the app of an earlier try that did not see it end
+            (task state store and app labels, see the module docstring).
+        on_finish_action: ``cancel`` (default: an app still running when the task fails is
+            cancelled), ``keep`` (never cancelled) or ``delete`` (cancelled, and deleted with
+            its resources once the task is done).
+        on_other_host: what a try does when the ``local_cwd`` app of an earlier try runs on
+            another host: ``fail`` (default; a later retry may land there) or ``launch``.
+        startup_timeout: seconds the app may take to start running (PENDING); past it the
+            task fails with the scheduler's reason and the app is cancelled.
         **kwargs: ``BaseOperator`` arguments (``task_id``, ``retries``, ...).
     """
 
@@ -130,9 +134,14 @@ class TorchXOperator(BaseOperator):
         poll_interval: float = 5.0,
         stream_logs: bool = True,
         durable: bool = True,
+        on_finish_action: str = "cancel",
+        on_other_host: str = "fail",
+        startup_timeout: Optional[float] = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        from torchx_airflow._cleanup import check_on_finish_action
+
         if (component is None) == (app is None):
             raise ValueError(
                 f"TorchXOperator `{self.task_id}`: pass exactly one of `component` (e.g."
@@ -160,9 +169,27 @@ class TorchXOperator(BaseOperator):
         self.poll_interval = poll_interval
         self.stream_logs = stream_logs
         self.durable = durable
+        self.on_finish_action = check_on_finish_action(on_finish_action, self.task_id)
+        self.on_other_host = check_on_other_host(on_other_host, self.task_id)
+        self.startup_timeout = startup_timeout
         self._app_handle: Optional[str] = None
+        self._ui_url: Optional[str] = None
         self._handle_pushed = False
+        self._executing = False
         self._settings: Optional[TorchXSettings] = None
+
+    @property
+    def operator_extra_links(self) -> Collection[Any]:  # type: ignore[override]
+        """The "TorchX app" link; once running, only when the app has a web UI.
+
+        (Airflow stores each link of a finished task as an XCom: skipping an empty one saves
+        a round trip per task.)
+        """
+        from torchx_airflow.links.torchx import TorchXAppLink, web_url
+
+        if self._executing and not web_url(self._ui_url):
+            return ()
+        return (TorchXAppLink(),)
 
     # ------------------------------------------------------------------ execute
 
@@ -170,68 +197,75 @@ class TorchXOperator(BaseOperator):
         """Launches (or re-attaches to) the app, then waits for it or defers."""
         from torchx.schedulers.local_scheduler import prestarted_supervisor
 
+        self._executing = True
         # a local app's supervisor starts while the connection is read and the app is built
         with prestarted_supervisor(self.scheduler in (None, "local_cwd")):
             settings = self._resolve_settings()
+            from torchx_airflow._attach import find_earlier
             from torchx_airflow.hooks.torchx import TorchXHook
 
             runner = TorchXHook.make_runner(settings)
+            scheduler = runner.config.scheduler(settings.scheduler)
             ti = context.get("ti")
             first_try = getattr(ti, "try_number", None) == 1
             store = context.get("task_state_store") if self.durable else None
-            found = AppSlot(store, self.log, first_try)
-            handle, app, status = self._attach(runner, found)
-            slot = None  # where to keep the handle of an app this try launches
+            slot = AppSlot(store, self.log, first_try)
+            labels = task_labels(context) if self.durable else {}
+            handle, status = find_earlier(
+                runner, scheduler, slot, labels, self.on_other_host, self.log
+            )
+            app = runner.describe(handle) if handle is not None else None
+            launched = handle is None
             if handle is None:
-                handle, app = self._launch(runner, settings)
-                slot = found
+                handle, app = self._launch(runner, settings, scheduler, labels)
         self._app_handle = handle
         if status is not None and status.is_terminal():
             from torchx.runner.follow import FollowResult
 
-            return self._finish(context, FollowResult(handle, status))
-        if self.deferrable:
-            from torchx_airflow._deferral import wait_in_worker_reason
+            return self._finish(context, runner, FollowResult(handle, status), slot)
+        try:
+            if self.deferrable:
+                from torchx_airflow._deferred import maybe_defer
 
-            reason = wait_in_worker_reason(handle)
-            if reason:
-                self.log.info("%s", reason)
-            else:
-                if slot is not None:
-                    slot.set(handle)  # the triggerer waits: this process may be gone
-                self._push_handle(context, handle)
-                self._defer(handle, settings)
-        return self._finish(context, self._wait(runner, handle, app, context, slot))
+                maybe_defer(self, context, settings, handle)
+            result = self._wait(runner, handle, app, context, slot if launched else None)
+        except TaskDeferred:
+            raise
+        except BaseException:
+            from torchx_airflow._cleanup import stop_app
+
+            stop_app(runner, handle, self.on_finish_action, self.log)
+            raise
+        return self._finish(context, runner, result, slot)
 
     def execute_complete(self, context: Context, event: dict[str, Any]) -> Any:
         """Resumes after ``TorchXJobTrigger`` fired: copies the logs and returns or raises."""
-        handle = str(event.get("app_handle", ""))
-        self._app_handle = handle
-        if event.get("status") == "error":
-            raise TorchXAppError(str(event.get("message")), handle)
-        from torchx_airflow._deferral import WAIT_IN_WORKER
-        from torchx_airflow.hooks.torchx import TorchXHook
+        from torchx_airflow._deferred import complete
 
-        runner = TorchXHook.make_runner(self._resolve_settings())
-        if event.get("status") == WAIT_IN_WORKER:  # the triggerer cannot see this local app
-            self.log.info("%s", event.get("message"))
-            return self._finish(context, self._wait(runner, handle, runner.describe(handle)))
-        from torchx.runner.follow import follow
+        self._executing = True
+        return complete(self, context, event)
 
-        result = follow(runner, handle, wait_interval=self.poll_interval)  # it has ended
-        if self.stream_logs and result.status is not None:
-            self._log_tee(runner, handle, runner.describe(handle), result.status).copy(_DUMP_LIMIT)
-        return self._finish(context, result)
+    def resume_execution(
+        self, next_method: str, next_kwargs: Optional[dict[str, Any]], context: Context
+    ) -> Any:
+        """Resumes a deferred task; a deferral timeout or trigger failure first stops the app."""
+        if next_method == "__fail__":  # Airflow's TRIGGER_FAIL_REPR: timeout or trigger error
+            from torchx_airflow._deferred import stop_deferred_app
+
+            stop_deferred_app(self, context, (next_kwargs or {}).get("error"))
+        return super().resume_execution(next_method, next_kwargs, context)
 
     def on_kill(self) -> None:
         """Cancels the app (Airflow calls this when the task is killed or times out)."""
         handle = self._app_handle
         if not handle:
             return
+        from torchx_airflow._cleanup import stop_app
         from torchx_airflow.hooks.torchx import TorchXHook
 
-        self.log.info("task killed: cancelling TorchX app %s", handle)
-        TorchXHook.make_runner(self._resolve_settings()).cancel(handle)
+        self.log.info("task killed: stopping TorchX app %s", handle)
+        runner = TorchXHook.make_runner(self._resolve_settings())
+        stop_app(runner, handle, self.on_finish_action, self.log)
 
     # ------------------------------------------------------------------ steps
 
@@ -245,30 +279,17 @@ class TorchXOperator(BaseOperator):
             self._settings = hook.settings
         return self._settings
 
-    def _attach(
-        self, runner: Runner, slot: AppSlot
-    ) -> tuple[Optional[str], Optional[AppDef], Optional[AppStatus]]:
-        previous = slot.get()
-        if previous is None:
-            return None, None, None
-        status = runner.status(previous)
-        decision = decide(status)
-        state = status.state.name if status is not None else "GONE"
-        self.log.info("app of a previous try: %s is %s -> %s", previous, state, decision.value)
-        if decision is Decision.LAUNCH:
-            return None, None, None
-        return previous, runner.describe(previous), status
-
-    def _launch(self, runner: Runner, settings: TorchXSettings) -> tuple[str, Optional[AppDef]]:
+    def _launch(
+        self,
+        runner: Runner,
+        settings: TorchXSettings,
+        scheduler: str,
+        labels: Mapping[str, str],
+    ) -> tuple[str, Optional[AppDef]]:
         from torchx.runner.launch import LaunchRequest
+        from torchx_airflow._deferred import dryrun, launch_cfg
 
-        scheduler = runner.config.scheduler(settings.scheduler)
-        cfg = settings.scheduler_cfg
-        if isinstance(cfg, str):
-            cfg = runner.cfg_from_str(scheduler, cfg)
-        opts = runner.scheduler_run_opts(scheduler)
-        if opts.get("detach") is not None and runner.config.get(scheduler, "detach") is None:
-            cfg = {"detach": True, **(cfg or {})}  # local apps outlive the worker
+        cfg = launch_cfg(runner, settings, scheduler)
         request = LaunchRequest(
             component=self.component,
             component_args=self.component_args if self.component is not None else None,
@@ -282,24 +303,12 @@ class TorchXOperator(BaseOperator):
             retry_policy=self.role_retry_policy,
             env=self.env,
             parent_run_id=self.parent_run_id,
+            labels=labels,
         )
-        info = runner.dryrun_request(request)
+        info = dryrun(runner, settings, request)
         handle = runner.schedule(info)
         self.log.info("launched TorchX app %s", handle)
         return handle, info.app
-
-    def _defer(self, handle: str, settings: TorchXSettings) -> None:
-        from torchx_airflow._deferral import host_identity, is_host_local
-        from torchx_airflow.triggers.torchx import TorchXJobTrigger
-
-        trigger = TorchXJobTrigger(
-            app_handle=handle,
-            torchx_conn_id=self.torchx_conn_id,
-            scheduler_params=dict(settings.scheduler_params),
-            poll_interval=self.poll_interval,
-            worker_host=host_identity() if is_host_local(handle) else None,
-        )
-        self.defer(trigger=trigger, method_name="execute_complete")
 
     def _wait(
         self,
@@ -311,9 +320,11 @@ class TorchXOperator(BaseOperator):
     ) -> FollowResult:
         """Follows the app in the worker (``torchx.runner.follow``): logs, fail-fast, the end.
 
-        An exception while waiting (a task timeout, a failed XCom push) cancels the app.
+        The deadline is the rest of ``execution_timeout``; an exception while waiting (a
+        task timeout, a failed XCom push) cancels the app unless ``on_finish_action="keep"``.
         """
         from torchx.runner.follow import Follower
+        from torchx_airflow._cleanup import remaining_seconds
 
         on_log, replicas = None, None
         if self.stream_logs:
@@ -321,6 +332,8 @@ class TorchXOperator(BaseOperator):
 
             known = None if app is not None and app.roles else runner.status(handle)
             on_log, replicas = self.log.info, replicas_of(app, known)
+        ti = context.get("ti") if context is not None else None
+        stop = self.on_finish_action != "keep"
         with Follower(
             runner,
             handle,
@@ -328,13 +341,19 @@ class TorchXOperator(BaseOperator):
             replicas=replicas,
             app=app,
             log_prefix="[{role}/{replica}] ",
+            timeout=remaining_seconds(self.execution_timeout, getattr(ti, "start_date", None)),
+            cancel_at_deadline=stop,
+            cancel_on_failure=stop,
+            startup_timeout=self.startup_timeout,
             wait_interval=self.poll_interval,
             join_timeout=_JOIN_TIMEOUT,
         ) as follower:
             # a short app needs neither the re-attach record nor its own app_handle XCom
             ended = follower.wait(_STORE_AFTER)
-            if not ended and slot is not None:
-                slot.set(handle)
+            if not ended and slot is not None and slot.available:
+                from torchx_airflow._deferral import host_identity, is_host_local
+
+                slot.set(handle, host_identity() if is_host_local(handle) else "")
                 self.log.info("kept the app handle for re-attach by a later try of this task")
             if not ended and context is not None:
                 ended = follower.wait(_HANDLE_PUSH_AFTER - _STORE_AFTER)
@@ -347,29 +366,18 @@ class TorchXOperator(BaseOperator):
         self._push(context, "app_handle", handle)
         self._handle_pushed = True
 
-    def _log_tee(
-        self, runner: Runner, handle: str, app: Optional[AppDef], status: Optional[AppStatus]
-    ) -> LogTee:
-        """Copies replica logs into the task log, ``[role/k]``-prefixed; never fails the task."""
-        from torchx.util.log_tee_helpers import LogTee, replicas_of
-
-        def unavailable(role: str, k: int, e: BaseException) -> None:
-            self.log.info("[%s/%d] (logs unavailable: %s: %s)", role, k, type(e).__name__, e)
-
-        return LogTee(
-            runner,
-            handle,
-            self.log.info,
-            replicas=replicas_of(app, status),
-            prefix="[{role}/{replica}] ",
-            on_error=unavailable,
-        )
-
-    def _finish(self, context: Context, result: FollowResult) -> Any:
+    def _finish(self, context: Context, runner: Runner, result: FollowResult, slot: AppSlot) -> Any:
+        """Marks the app processed, applies ``on_finish_action``, returns or raises."""
+        from torchx_airflow._attach import labelled
+        from torchx_airflow._cleanup import finish_app
         from torchx_airflow._status import failure_message, xcom_result
 
         handle, status = result.app_handle, result.status
+        if slot.written or slot.get().app_handle or labelled(runner, handle):
+            slot.mark_processed(handle)  # no later try (or cleared task) reuses this app
         xcom = xcom_result(handle, status)
+        self._ui_url = xcom["ui_url"]
+        finish_app(runner, handle, self.on_finish_action, self.log)
         if not result.succeeded:
             for key in _XCOM_KEYS:  # a failed task has no return_value: keep the facts
                 if key != "app_handle" or not self._handle_pushed:
@@ -381,8 +389,7 @@ class TorchXOperator(BaseOperator):
         self.log.info("TorchX app %s SUCCEEDED", handle)
         return xcom
 
-    @staticmethod
-    def _push(context: Context, key: str, value: Any) -> None:
+    def _push(self, context: Context, key: str, value: Any) -> None:
         ti = context.get("ti")
-        if ti is not None:
+        if ti is not None and self.do_xcom_push:
             ti.xcom_push(key=key, value=value)

@@ -202,17 +202,22 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVal]])
     ``list_by_labels``; Volcano pods carry them too)."""
 
     def __init__(
-        self, session_name: str, client: Optional[Any] = None, docker_client: Optional[Any] = None
+        self,
+        session_name: str,
+        client: Optional[Any] = None,
+        docker_client: Optional[Any] = None,
+        kube: Optional[Mapping[str, Any]] = None,
     ) -> None:
         super().__init__("kubernetes", session_name, docker_client=docker_client)
         self._client = client
         self._owns_client = False  # an injected client belongs to the caller
+        self._kube = dict(kube or {})  # load_api_client's arguments
 
     # -- client ------------------------------------------------------------------------------
 
     def _api_client(self) -> Any:
         if self._client is None:
-            self._client = load_api_client()
+            self._client = load_api_client(**self._kube)
             self._owns_client = True
         return self._client
 
@@ -413,6 +418,23 @@ def create_scheduler(
         session_name: the session name.
         client: a ``kubernetes.client.ApiClient`` (tests inject one); None loads the config.
         docker_client: unused (TorchX compatibility).
-        kwargs: ignored (every ``TORCHX_*`` env var arrives here).
+        kwargs: ``kubeconfig`` (a path), ``kube_context``, ``in_cluster`` and
+            ``kubeconfig_text`` (a kubeconfig's YAML) choose the cluster configuration
+            (see ``_kubernetes.client.load_api_client``); other keys are ignored (every
+            ``TORCHX_*`` env var arrives here).
     """
-    return KubernetesScheduler(session_name, client=client, docker_client=docker_client)
+    in_cluster = kwargs.get("in_cluster")
+    if isinstance(in_cluster, str):
+        in_cluster = in_cluster.strip().lower() in ("1", "true", "yes")
+    kube = {
+        "kubeconfig": kwargs.get("kubeconfig") or None,
+        "context": kwargs.get("kube_context") or None,
+        "in_cluster": bool(in_cluster) or None,
+        "kubeconfig_text": kwargs.get("kubeconfig_text") or None,
+    }
+    return KubernetesScheduler(
+        session_name,
+        client=client,
+        docker_client=docker_client,
+        kube={k: v for k, v in kube.items() if v is not None},
+    )

@@ -30,7 +30,11 @@ import os
 import threading
 import warnings
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from torchx.specs.torchxconfig import TorchXConfig
 
 from torchx.specs.api import NULL_RESOURCE, Resource
 
@@ -174,7 +178,7 @@ def _config_factory(proto: Resource) -> ResourceFactory:
     return lambda: copy.deepcopy(proto)
 
 
-def _config_named_resources() -> dict[str, ResourceFactory]:
+def _config_named_resources(config: TorchXConfig | None = None) -> dict[str, ResourceFactory]:
     """Named resources from ``[named_resources]`` in ``.torchxconfig`` files (step 5).
 
     Files come from ``torchx.specs.torchxconfig.find_configs()``; the first file wins per key.
@@ -186,7 +190,8 @@ def _config_named_resources() -> dict[str, ResourceFactory]:
     from torchx.specs.torchxconfig import TorchXConfig
 
     found: dict[str, ResourceFactory] = {}
-    for path, key, text in TorchXConfig.discover().named_resources():
+    source = config if config is not None else TorchXConfig.discover()
+    for path, key, text in source.named_resources():
         try:
             proto = _parse_entry(text)
         except ValueError as e:
@@ -199,7 +204,7 @@ def _null() -> Resource:
     return Resource.copy(NULL_RESOURCE)
 
 
-def _discover() -> dict[str, ResourceFactory]:
+def _discover(config: TorchXConfig | None = None) -> dict[str, ResourceFactory]:
     """Merges every source in order; a later source overrides an earlier one."""
     from torchx.specs import named_resources_aws, named_resources_generic
 
@@ -208,7 +213,7 @@ def _discover() -> dict[str, ResourceFactory]:
     factories.update(named_resources_aws.NAMED_RESOURCES)
     factories.update(_custom_named_resources())
     factories.update(_plugin_named_resources())
-    factories.update(_config_named_resources())
+    factories.update(_config_named_resources(config))
     factories.update({"NULL": _null, "MISSING": _null})
     return factories
 
@@ -226,6 +231,7 @@ class _NamedResourcesLibrary(Mapping[str, Resource]):
         self._factories: dict[str, ResourceFactory] | None = None
         self._lock = threading.RLock()
         self._loading = False
+        self._config: TorchXConfig | None = None
 
     def _load(self) -> dict[str, ResourceFactory]:
         factories = self._factories
@@ -243,10 +249,31 @@ class _NamedResourcesLibrary(Mapping[str, Resource]):
                 )
             self._loading = True
             try:
-                self._factories = _discover()
+                config = self._config
+                self._factories = _discover(config) if config is not None else _discover()
             finally:
                 self._loading = False
             return self._factories
+
+    @contextmanager
+    def using(self, config: TorchXConfig) -> Iterator[None]:
+        """Within the block, step 5 reads ``[named_resources]`` of ``config``, not the files.
+
+        For a process that launches on behalf of a configuration it was handed (an
+        orchestrator task whose settings carry ``.torchxconfig`` text): pass a config that
+        chains that text before the discovered files (``TorchXConfig.then``). The library is
+        rediscovered on entry and on exit. Not for concurrent use from several threads.
+
+        Args:
+            config: the configuration whose ``[named_resources]`` (first source wins) apply.
+        """
+        with self._lock:
+            previous, self._config, self._factories = self._config, config, None
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._config, self._factories = previous, None
 
     def reset(self) -> None:
         """Drops the discovered resources; the next lookup discovers them again."""

@@ -303,8 +303,20 @@ def test_kill_9_then_retry_reattaches_without_duplicate(write_dag, airflow_env) 
     assert "[python/0] job done" in output
     assert len(local_apps()) == 1  # 0 duplicate jobs
 
-    # a finished (SUCCEEDED) app is reused, not relaunched, by a later try
-    summary, output = run_dag(airflow_env, dag_file, "crash", retry_task="job")
-    assert summary["tasks"]["job"]["state"] == "success"
-    assert "-> reuse" in output
-    assert len(local_apps()) == 1
+    # the try that saw the app end marked it processed: clearing the task (a later try, with the
+    # handle still in the task state store) runs a new app instead of reusing the old result
+    marker.unlink()
+    log2 = Path(airflow_env["AIRFLOW_HOME"]) / "clear.log"
+    with log2.open("w") as out:
+        again = subprocess.Popen(cmd, env=airflow_env, stdout=out, stderr=subprocess.STDOUT)
+        try:
+            wait_for(lambda: len(local_apps()) == 2, 120)
+            marker.touch()
+            assert again.wait(timeout=120) == 0
+        finally:
+            again.kill()
+    output = log2.read_text()
+    task = json.loads(output.strip().splitlines()[-1])["tasks"]["job"]
+    assert task["state"] == "success", output[-3000:]
+    assert "-> reuse" not in output and "-> reattach" not in output
+    assert task["xcom"]["return_value"]["app_handle"] != app.app_handle

@@ -228,6 +228,58 @@ def test_operator_arguments_are_checked_and_nothing_is_built_at_parse_time() -> 
     }
 
 
+def test_operator_cleanup_and_host_options_are_checked() -> None:
+    from torchx_airflow.operators.torchx import TorchXOperator
+
+    with pytest.raises(ValueError, match="on_finish_action must be one of cancel, keep, delete"):
+        TorchXOperator(task_id="t", component="utils.echo", on_finish_action="delete_pod")
+    with pytest.raises(ValueError, match="on_other_host must be one of fail, launch"):
+        TorchXOperator(task_id="t", component="utils.echo", on_other_host="skip")
+
+
+def test_the_stored_record_reads_old_and_new_forms_and_keeps_processed_apps() -> None:
+    from torchx_airflow._reattach import AppRecord
+
+    old = AppRecord.load("local_cwd://torchx/a-1")  # a bare handle stored before records
+    assert old.pending() == "local_cwd://torchx/a-1" and old.host == ""
+    record = AppRecord.load({"app_handle": "k://s/a", "host": "h", "processed": ["k://s/a"]})
+    assert record.pending() is None  # a try saw it end: never reused
+    assert AppRecord.load(None).pending() is None
+    assert AppRecord.load(record.dump()).dump() == record.dump()
+
+
+def test_task_labels_are_the_task_instance_identity() -> None:
+    from types import SimpleNamespace
+
+    from torchx.schedulers.labels import labels_metadata
+    from torchx_airflow._reattach import task_labels
+
+    ti = SimpleNamespace(dag_id="d", task_id="t", run_id="manual__2025-01-01T00:00:00+00:00")
+    labels = task_labels({"ti": ti})
+    assert labels == {
+        "airflow-dag-id": "d",
+        "airflow-task-id": "t",
+        "airflow-run-id": "manual__2025-01-01T00:00:00+00:00",
+        "airflow-map-index": "-1",
+    }
+    assert all(labels_metadata(labels).values())  # every value label-safe
+    assert task_labels({}) == {}
+
+
+def test_the_app_link_is_offered_only_for_a_web_ui() -> None:
+    from torchx_airflow.links.torchx import TorchXAppLink
+    from torchx_airflow.operators.torchx import TorchXOperator
+
+    op = TorchXOperator(task_id="t", component="utils.echo")
+    assert [link.name for link in op.operator_extra_links] == ["TorchX app"]  # parse time
+    op._executing, op._ui_url = True, "file:///tmp/logs"  # local_cwd: no web UI, no link
+    assert op.operator_extra_links == ()
+    op._ui_url = "https://dashboard.example/apps/a-1"
+    (link,) = op.operator_extra_links
+    assert link.get_link(op, ti_key=None) == "https://dashboard.example/apps/a-1"
+    assert TorchXAppLink().get_link(TorchXOperator(task_id="u", component="x"), ti_key=None) == ""
+
+
 # ------------------------------------------------------------------ provider
 
 
@@ -244,6 +296,7 @@ def test_provider_info_is_valid_and_imports_no_airflow() -> None:
     schema = Path(importlib.util.find_spec("airflow").origin).parent / "provider_info.schema.json"
     jsonschema.validate(info, json.loads(schema.read_text()))
     assert info["package-name"] == "torchx-flow"
+    assert info["extra-links"] == ["torchx_airflow.links.torchx.TorchXAppLink"]
     assert info["connection-types"] == [
         {"connection-type": "torchx", "hook-class-name": "torchx_airflow.hooks.torchx.TorchXHook"}
     ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Optional
 
 __all__ = ["ClusterUnreachable", "api_server_errors", "load_api_client"]
 
@@ -14,18 +14,48 @@ class ClusterUnreachable(ConnectionError):
     """The Kubernetes API server cannot be reached, or no cluster is configured."""
 
 
-def load_api_client() -> Any:
+def load_api_client(
+    kubeconfig: Optional[str] = None,
+    context: Optional[str] = None,
+    in_cluster: Optional[bool] = None,
+    kubeconfig_text: Optional[str] = None,
+) -> Any:
     """An ``ApiClient`` from the in-cluster service account, else the kubeconfig.
+
+    With no argument: in-cluster, else ``$KUBECONFIG`` (or ``~/.kube/config``). The arguments
+    (the scheduler factory's ``kubeconfig``, ``kube_context``, ``in_cluster`` and
+    ``kubeconfig_text``) choose instead: ``in_cluster=True`` only the service account;
+    ``kubeconfig_text`` (YAML or JSON) or ``kubeconfig`` (a path) with ``context``.
 
     Returns:
         The configured client.
 
     Raises:
-        ClusterUnreachable: neither configuration exists (says how to point at a cluster).
+        ClusterUnreachable: no configuration exists (says how to point at a cluster).
     """
     from kubernetes import client, config
 
     configuration = client.Configuration()
+    if in_cluster or kubeconfig or kubeconfig_text:
+        try:
+            if in_cluster:
+                config.load_incluster_config(client_configuration=configuration)
+            elif kubeconfig_text:
+                import yaml
+
+                loaded = yaml.safe_load(kubeconfig_text)
+                config.load_kube_config_from_dict(
+                    loaded, context=context, client_configuration=configuration
+                )
+            else:
+                config.load_kube_config(
+                    config_file=kubeconfig, context=context, client_configuration=configuration
+                )
+        except (config.ConfigException, OSError, ValueError) as e:
+            raise ClusterUnreachable(
+                f"the given Kubernetes configuration does not load: {e}"
+            ) from e
+        return client.ApiClient(configuration)
     try:
         config.load_incluster_config(client_configuration=configuration)
     except config.ConfigException:

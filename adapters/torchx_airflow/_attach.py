@@ -1,0 +1,94 @@
+"""Finds the app an earlier try of this task instance left behind (see ``_reattach``)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Optional
+
+from torchx_airflow._reattach import AppSlot, Decision, decide, other_host_message
+
+if TYPE_CHECKING:
+    from torchx.runner.api import Runner
+    from torchx.specs.api import AppStatus
+
+__all__ = ["Earlier", "find_earlier", "labelled"]
+
+Earlier = tuple[Optional[str], Optional["AppStatus"]]
+"""``(app handle, status)`` of an app to wait for or reuse; ``(None, None)``: launch."""
+
+
+def _by_labels(
+    runner: Runner, scheduler: str, labels: Mapping[str, str], processed: list[str], log: Any
+) -> Optional[str]:
+    """The newest unprocessed app carrying ``labels``; a live one before an ended one."""
+    from torchx.runner.labels import find_apps, supports_labels
+
+    if not labels or not supports_labels(runner, scheduler):
+        return None
+    found = [a for a in find_apps(runner, scheduler, labels) if a.app_handle not in processed]
+    if not found:
+        return None
+    live = [a for a in found if a.state.name not in ("SUCCEEDED", "FAILED", "CANCELLED")]
+    chosen = (live or found)[-1]
+    if len(found) > 1:
+        others = ", ".join(a.app_handle for a in found if a is not chosen)
+        log.warning("apps of this task instance: using %s; also %s", chosen.app_handle, others)
+    log.info("found app %s of an earlier try by its labels", chosen.app_handle)
+    return chosen.app_handle
+
+
+def find_earlier(
+    runner: Runner,
+    scheduler: str,
+    slot: AppSlot,
+    labels: Mapping[str, str],
+    on_other_host: str,
+    log: logging.Logger | Any,
+) -> Earlier:
+    """Returns the app of an earlier try to wait for or reuse, else ``(None, None)``.
+
+    Nothing to find on a task instance's first try or without a task state store (which
+    records the processed apps). An app found but not taken (ended FAILED, CANCELLED or
+    vanished) is marked processed.
+
+    Raises:
+        AirflowException: a host-local app of an unfinished try was launched on another host
+            and ``on_other_host`` is ``fail``.
+    """
+    if not slot.available:
+        return None, None
+    record = slot.get()
+    handle = record.pending()
+    if handle is not None and record.host:
+        from torchx_airflow._deferral import host_identity, is_host_local
+
+        here = host_identity()
+        if is_host_local(handle) and record.host != here:
+            message = other_host_message(handle, record.host, here)
+            if on_other_host != "launch":
+                from torchx_airflow.version_compat import AirflowException
+
+                raise AirflowException(message)
+            log.warning("%s; launching a new app (on_other_host=launch)", message)
+            slot.mark_processed(handle)
+            handle = None
+    if handle is None and not slot.first_try:
+        handle = _by_labels(runner, scheduler, labels, record.processed, log)
+    if handle is None:
+        return None, None
+    status = runner.status(handle)
+    decision = decide(status)
+    state = status.state.name if status is not None else "GONE"
+    log.info("app of a previous try: %s is %s -> %s", handle, state, decision.value)
+    if decision is Decision.LAUNCH:
+        slot.mark_processed(handle)
+        return None, None
+    return handle, status
+
+
+def labelled(runner: Runner, app_handle: str) -> bool:
+    """Whether the app's scheduler supports labels (a later try could find the app by them)."""
+    from torchx.runner.labels import supports_labels
+
+    return supports_labels(runner, app_handle.partition("://")[0])

@@ -1,0 +1,1 @@
+"""Operator extra links of torchx-flow (``torchx_airflow.links.torchx``)."""

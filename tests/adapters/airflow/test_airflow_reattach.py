@@ -1,0 +1,417 @@
+"""TorchXOperator on a distributed deployment: re-attach, clear, deadlines, cleanup, secrets.
+
+Real Airflow (``python -m torchx_airflow.local``: dag.test() on SQLite, and the next try of a
+task of an existing run, as the scheduler starts it after a retry or a clear) and real apps
+(local_cwd; local_docker on the local engine). The task state store is Airflow's table in the
+run's SQLite database: deleting its rows after a kill -9 is a worker killed before it wrote
+the handle; rewriting the stored host is a retry landing on another worker.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = [
+    pytest.mark.skipif(
+        importlib.util.find_spec("airflow") is None,
+        reason="apache-airflow is not installed (pip install -e '.[airflow]')",
+    ),
+    pytest.mark.slow,
+]
+
+LOGICAL_DATE = "2025-01-01T00:00:00+00:00"
+BUSYBOX = "torchx-flow/busybox:latest"
+HEADER = """
+from datetime import datetime, timedelta
+from airflow.sdk import DAG
+from torchx_airflow import TorchXOperator
+"""
+
+
+@pytest.fixture
+def airflow_env(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    from torchx_airflow.local import prepare_home
+
+    template = tmp_path_factory.getbasetemp() / "airflow-template"
+    env = prepare_home(tmp_path / "airflow", template=template)
+    bindir = os.path.dirname(sys.executable)
+    return {**os.environ, **env, "PATH": f"{bindir}:{os.environ.get('PATH', '')}"}
+
+
+def write_dag(env: dict[str, str], body: str) -> Path:
+    path = Path(env["AIRFLOW__CORE__DAGS_FOLDER"]) / "test_dag.py"
+    path.write_text(HEADER + textwrap.dedent(body))
+    return path
+
+
+def argv(dag_file: Path, dag_id: str, retry_task: str = "") -> list[str]:
+    from torchx_airflow.local import dag_test_argv
+
+    cmd = dag_test_argv(dag_file, dag_id, logical_date=LOGICAL_DATE)
+    if retry_task:  # the next try of a task of the existing run (a retry, or a clear)
+        cmd[3:6] = ["retry", str(dag_file), dag_id, retry_task]
+    return cmd
+
+
+def run(env: dict[str, str], cmd: list[str], log: Path) -> tuple[dict[str, Any], str]:
+    with log.open("w") as out:
+        proc = subprocess.run(cmd, env=env, stdout=out, stderr=subprocess.STDOUT, timeout=300)
+    output = log.read_text()
+    assert proc.returncode == 0, output[-3000:]
+    return json.loads(output.strip().splitlines()[-1]), output
+
+
+def wait_for(predicate: Callable[[], Any], timeout: float = 120) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError("condition not met in time")
+
+
+def kill_9_when(cmd: list[str], env: dict[str, str], log: Path, ready: Callable[[], Any]) -> None:
+    """Starts the task, SIGKILLs it once ``ready()`` (its app left running), waits for it."""
+    with log.open("w") as out:
+        proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        wait_for(ready)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    finally:
+        proc.kill()
+
+
+def state_store(env: dict[str, str]) -> sqlite3.Connection:
+    return sqlite3.connect(Path(env["AIRFLOW_HOME"]) / "airflow.db")
+
+
+@pytest.fixture
+def runner() -> Iterator[Any]:
+    from torchx.runner import get_runner
+
+    with get_runner() as r:
+        yield r
+
+
+# ------------------------------------------------------------------ re-attach by labels
+
+
+DOCKER_DAG = """
+with DAG("{dag_id}", schedule=None, start_date=datetime(2024, 1, 1)):
+    TorchXOperator(
+        task_id="job",
+        component="utils.sh",
+        component_args=["--image", "{image}", "sh", "-c", "sleep 15; echo job done"],
+        scheduler="local_docker",
+        retries=2,
+    )
+"""
+
+
+def docker_apps(runner: Any, dag_id: str) -> list[Any]:
+    from torchx.runner.labels import find_apps
+
+    return find_apps(runner, "local_docker", {"airflow-dag-id": dag_id})
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("store_written", [False, True], ids=["before-store-write", "after"])
+def test_kill_9_at_any_point_leaves_exactly_one_docker_app_and_clear_runs_a_second(
+    airflow_env: dict[str, str], runner: Any, store_written: bool, tmp_path: Path
+) -> None:
+    dag_id = f"crash_docker_{'after' if store_written else 'before'}"
+    env = {**airflow_env, "DOCKER_HOST": os.environ["DOCKER_HOST"]}
+    dag_file = write_dag(env, DOCKER_DAG.format(dag_id=dag_id, image=BUSYBOX))
+    first = tmp_path / "first.log"
+    try:
+        if store_written:  # killed once the handle is in the task state store
+            ready = lambda: "kept the app handle for re-attach" in first.read_text()  # noqa: E731
+        else:  # killed as soon as its containers exist
+            ready = lambda: docker_apps(runner, dag_id)  # noqa: E731
+        kill_9_when(argv(dag_file, dag_id), env, first, ready)
+        (app,) = docker_apps(runner, dag_id)
+        assert app.state.name in ("SUBMITTED", "PENDING", "RUNNING")
+        if not store_written:
+            with state_store(env) as db:  # as if the worker died before writing the handle
+                db.execute("DELETE FROM task_state_store")
+
+        summary, output = run(env, argv(dag_file, dag_id, "job"), tmp_path / "retry.log")
+        task = summary["tasks"]["job"]
+        assert task["state"] == "success", output[-3000:]
+        assert task["xcom"]["return_value"]["app_handle"] == app.app_handle
+        assert "-> reattach" in output and "[sh/0] job done" in output
+        assert ("by its labels" in output) != store_written
+        assert len(docker_apps(runner, dag_id)) == 1  # 0 duplicates
+
+        # clearing the succeeded task runs a second app; the first is never reused
+        summary, output = run(env, argv(dag_file, dag_id, "job"), tmp_path / "clear.log")
+        assert summary["tasks"]["job"]["state"] == "success", output[-3000:]
+        handles = {a.app_handle for a in docker_apps(runner, dag_id)}
+        assert len(handles) == 2 and app.app_handle in handles
+        assert summary["tasks"]["job"]["xcom"]["return_value"]["app_handle"] != app.app_handle
+    finally:
+        for found in docker_apps(runner, dag_id):
+            runner.delete(found.app_handle)
+
+
+# ------------------------------------------------------------------ local apps on another host
+
+LOCAL_DAG = """
+with DAG("{dag_id}", schedule=None, start_date=datetime(2024, 1, 1)):
+    TorchXOperator(
+        task_id="job",
+        component="utils.sh",
+        component_args=["sh", "-c", "sleep 2; echo job done"],
+        retries=2,
+        on_other_host="{on_other_host}",
+    )
+"""
+
+
+@pytest.mark.parametrize("on_other_host", ["fail", "launch"])
+def test_a_retry_on_another_host_never_silently_duplicates_a_local_app(
+    airflow_env: dict[str, str], runner: Any, on_other_host: str, tmp_path: Path
+) -> None:
+    dag_id = f"elsewhere_{on_other_host}"
+    dag_file = write_dag(airflow_env, LOCAL_DAG.format(dag_id=dag_id, on_other_host=on_other_host))
+    first = tmp_path / "first.log"
+    ready = lambda: "kept the app handle for re-attach" in first.read_text()  # noqa: E731
+    kill_9_when(argv(dag_file, dag_id), airflow_env, first, ready)
+    (old,) = runner.list("local_cwd")
+    with state_store(airflow_env) as db:  # the retry lands on another worker
+        (raw,) = db.execute("SELECT value FROM task_state_store").fetchone()
+        record = json.loads(raw)
+        assert record["app_handle"] == old.app_handle and record["host"]
+        record["host"] = "worker-2/00000000-0000-0000-0000-000000000000/pid:[1]"
+        db.execute("UPDATE task_state_store SET value = ?", (json.dumps(record),))
+
+    cmd = argv(dag_file, dag_id, "job")
+    with (tmp_path / "retry.log").open("w") as out:
+        subprocess.run(cmd, env=airflow_env, stdout=out, stderr=subprocess.STDOUT, timeout=300)
+    output = (tmp_path / "retry.log").read_text()
+    summary = json.loads(output.strip().splitlines()[-1])
+    assert f"the app of an earlier try, {old.app_handle}, was launched on another host" in output
+    assert "(worker-2;" in output
+    handles = [a.app_handle for a in runner.list("local_cwd")]
+    if on_other_host == "fail":
+        assert summary["tasks"]["job"]["state"] in ("failed", "up_for_retry")
+        assert handles == [old.app_handle]
+    else:
+        assert summary["tasks"]["job"]["state"] == "success", output[-3000:]
+        assert len(handles) == 2
+        assert "launching a new app (on_other_host=launch)" in output
+    runner.wait(old.app_handle, wait_interval=1)
+
+
+# ------------------------------------------------------------------ deadlines and cleanup
+
+
+def test_execution_timeout_cancels_the_app_in_the_worker(
+    airflow_env: dict[str, str], runner: Any, tmp_path: Path
+) -> None:
+    dag_file = write_dag(
+        airflow_env,
+        """
+        with DAG("deadline", schedule=None, start_date=datetime(2024, 1, 1)):
+            TorchXOperator(
+                task_id="job",
+                component="utils.sh",
+                component_args=["sleep", "120"],
+                execution_timeout=timedelta(seconds=4),
+            )
+        """,
+    )
+    with (tmp_path / "run.log").open("w") as out:
+        subprocess.run(
+            argv(dag_file, "deadline"), env=airflow_env, stdout=out, stderr=subprocess.STDOUT
+        )
+    summary = json.loads((tmp_path / "run.log").read_text().strip().splitlines()[-1])
+    assert summary["tasks"]["job"]["state"] == "failed"
+    (app,) = runner.list("local_cwd")
+    status = runner.wait(app.app_handle, wait_interval=1)
+    assert status is not None and status.state.name == "CANCELLED"
+
+
+class Store:
+    """A dict with the task state store's get/set (the operator's calls, in-process)."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, Any] = {}
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.values.get(key, default)
+
+    def set(self, key: str, value: Any) -> None:
+        self.values[key] = json.loads(json.dumps(value))
+
+
+def _launch_sleep(runner: Any) -> str:
+    return runner.run_component("utils.sh", ["sleep", "120"], "local_cwd", cfg={"detach": True})
+
+
+@pytest.mark.parametrize(
+    ("error", "action", "expected"),
+    [
+        ("TRIGGER_TIMEOUT", "cancel", "CANCELLED"),
+        ("Trigger failure", "cancel", "CANCELLED"),
+        ("Trigger failure", "keep", "LIVE"),
+    ],
+)
+def test_a_deferral_timeout_or_trigger_failure_stops_the_app(
+    runner: Any, error: str, action: str, expected: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Airflow resumes a deferred task with ``__fail__`` on a timeout or a trigger that raised."""
+    monkeypatch.setenv("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
+    from airflow.sdk.bases.operator import TriggerFailureReason
+    from airflow.sdk.exceptions import TaskDeferralError, TaskDeferralTimeout
+
+    from torchx_airflow._reattach import AppSlot
+    from torchx_airflow.operators.torchx import TorchXOperator
+
+    handle = _launch_sleep(runner)
+    store = Store()
+    AppSlot(store, None).set(handle)  # what the operator stores before it defers
+    op = TorchXOperator(
+        task_id="t", component="utils.sh", torchx_conn_id=None, on_finish_action=action
+    )
+    reason = TriggerFailureReason.TRIGGER_TIMEOUT if error == "TRIGGER_TIMEOUT" else error
+    expected_error = TaskDeferralTimeout if error == "TRIGGER_TIMEOUT" else TaskDeferralError
+    with pytest.raises(expected_error):
+        op.resume_execution("__fail__", {"error": reason}, {"task_state_store": store})
+    if expected == "CANCELLED":
+        status = runner.wait(handle, wait_interval=1)
+        assert status is not None and status.state.name == "CANCELLED"
+    else:  # kept: still starting or running
+        time.sleep(1)
+        status = runner.status(handle)
+        assert status is not None and status.state.name in ("PENDING", "RUNNING")
+        runner.cancel(handle)
+
+
+def test_a_trigger_error_event_cancels_the_app(runner: Any) -> None:
+    from torchx_airflow._errors import TorchXAppError
+    from torchx_airflow.operators.torchx import TorchXOperator
+
+    handle = _launch_sleep(runner)
+    op = TorchXOperator(task_id="t", component="utils.sh", torchx_conn_id=None)
+    event = {"status": "error", "app_handle": handle, "message": "could not follow"}
+    with pytest.raises(TorchXAppError, match="could not follow"):
+        op.execute_complete({}, event)  # type: ignore[arg-type]
+    status = runner.wait(handle, wait_interval=1)
+    assert status is not None and status.state.name == "CANCELLED"
+
+
+def test_the_deferral_timeout_is_what_is_left_of_execution_timeout(
+    monkeypatch: pytest.MonkeyPatch, runner: Any
+) -> None:
+    import datetime as dt
+    from types import SimpleNamespace
+
+    from airflow.sdk.exceptions import TaskDeferred
+
+    from torchx_airflow._deferred import maybe_defer
+    from torchx_airflow.operators.torchx import TorchXOperator
+
+    monkeypatch.setenv("AIRFLOW__TORCHX__DEFER_LOCAL_APPS", "true")
+    op = TorchXOperator(
+        task_id="t",
+        component="utils.sh",
+        torchx_conn_id=None,
+        deferrable=True,
+        do_xcom_push=False,
+        execution_timeout=dt.timedelta(minutes=10),
+    )
+    started = dt.datetime.now(dt.UTC) - dt.timedelta(minutes=4)
+    store = Store()
+    context = {"ti": SimpleNamespace(start_date=started), "task_state_store": store}
+    with pytest.raises(TaskDeferred) as deferred:
+        maybe_defer(op, context, op._resolve_settings(), "local_cwd://torchx/sh-x")  # type: ignore[arg-type]
+    timeout = deferred.value.timeout
+    assert timeout is not None and 350 <= timeout.total_seconds() <= 360
+    assert store.values["torchx_app"]["app_handle"] == "local_cwd://torchx/sh-x"
+
+
+# ------------------------------------------------------------------ secrets and XComs
+
+
+def test_local_replicas_do_not_get_airflow_secrets(
+    airflow_env: dict[str, str], tmp_path: Path
+) -> None:
+    env = {
+        **airflow_env,
+        "AIRFLOW_CONN_WAREHOUSE": "postgres://user:pw@db/x",
+        "AIRFLOW_VAR_API_KEY": "v",
+        "AIRFLOW__API_AUTH__JWT_SECRET": "jwt",
+        "AIRFLOW__API__SECRET_KEY": "k",
+        "AIRFLOW__CORE__FERNET_KEY": "f",
+        "AIRFLOW__SECRETS__BACKEND_KWARGS": "{}",
+        "AIRFLOW__WEBSERVER__TOKEN_TTL": "1",
+    }
+    dag_file = write_dag(
+        env,
+        """
+        with DAG("secrets", schedule=None, start_date=datetime(2024, 1, 1)):
+            TorchXOperator(
+                task_id="env",
+                component="utils.sh",
+                component_args=["sh", "-c", "env | cut -d= -f1 | grep AIRFLOW | sort"],
+                env={"AIRFLOW_VAR_SET_BY_THE_TASK": "kept"},
+            )
+        """,
+    )
+    summary, output = run(env, argv(dag_file, "secrets"), tmp_path / "run.log")
+    assert summary["tasks"]["env"]["state"] == "success", output[-3000:]
+    seen = set(re.findall(r"\[sh/0\] (\S+)", output))
+    assert "AIRFLOW_VAR_SET_BY_THE_TASK" in seen and "AIRFLOW_HOME" in seen
+    assert "AIRFLOW__CORE__DAGS_FOLDER" in seen  # not a secret
+    for secret in (
+        "AIRFLOW_CONN_WAREHOUSE",
+        "AIRFLOW_VAR_API_KEY",
+        "AIRFLOW__API_AUTH__JWT_SECRET",
+        "AIRFLOW__API__SECRET_KEY",
+        "AIRFLOW__CORE__FERNET_KEY",
+        "AIRFLOW__SECRETS__BACKEND_KWARGS",
+        "AIRFLOW__WEBSERVER__TOKEN_TTL",
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN",
+    ):
+        assert secret not in seen
+
+
+def test_do_xcom_push_false_pushes_nothing_even_on_failure(
+    airflow_env: dict[str, str], tmp_path: Path
+) -> None:
+    dag_file = write_dag(
+        airflow_env,
+        """
+        with DAG("noxcom", schedule=None, start_date=datetime(2024, 1, 1)):
+            TorchXOperator(
+                task_id="ok", component="utils.sh", component_args=["sleep", "2"],
+                do_xcom_push=False,
+            )
+            TorchXOperator(
+                task_id="bad", component="utils.sh", component_args=["false"], do_xcom_push=False
+            )
+        """,
+    )
+    with (tmp_path / "run.log").open("w") as out:
+        subprocess.run(argv(dag_file, "noxcom"), env=airflow_env, stdout=out, stderr=out)
+    summary = json.loads((tmp_path / "run.log").read_text().strip().splitlines()[-1])
+    assert summary["tasks"]["ok"]["state"] == "success"
+    assert summary["tasks"]["bad"]["state"] == "failed"
+    assert summary["tasks"]["ok"]["xcom"] == {} and summary["tasks"]["bad"]["xcom"] == {}
