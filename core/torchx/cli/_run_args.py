@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import re
 from dataclasses import dataclass, field
 from typing import Any, Optional
@@ -100,7 +101,10 @@ def torchx_run_args_from_json(json_data: dict[str, Any]) -> TorchXRunArgs:
     timeout = json_data.get("startup_timeout")
     if timeout is not None and timeout < 0:
         raise ValueError(f"field `startup_timeout` must be >= 0 seconds, got {timeout!r}")
-    return TorchXRunArgs(**json_data)
+    run_args = TorchXRunArgs(**json_data)
+    if run_args.workspace == "":  # as TorchX: the default workspace is the current directory
+        run_args.workspace = os.getcwd()
+    return run_args
 
 
 def _json_type(tp: type) -> str:

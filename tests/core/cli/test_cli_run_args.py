@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
 import pytest
@@ -74,8 +75,9 @@ def test_run_args_from_json_defaults() -> None:
     run_args = torchx_run_args_from_json(
         {"component_name": "utils.echo", "scheduler": "local_cwd", "scheduler_args": {}}
     )
-    assert run_args == TorchXRunArgs("utils.echo", "local_cwd", {})
-    assert run_args.workspace == "" and run_args.component_args_str == []
+    # as TorchX: the default workspace is the current directory, spelled out
+    assert run_args == TorchXRunArgs("utils.echo", "local_cwd", {}, workspace=os.getcwd())
+    assert run_args.component_args_str == []
     assert not (run_args.dryrun or run_args.wait or run_args.log or run_args.tee_logs)
 
 
