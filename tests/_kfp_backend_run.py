@@ -12,8 +12,11 @@ it starts. The container runs the executor's image
 with the resolved argv and its static env (env is never templated); ``/minio`` is a host
 directory, so an upstream artifact's local path is where the producer wrote it, as after the
 launcher's upload and download. Outputs come from the executor output file, else from the
-output-parameter files (``collectOutputParameters``). Nested DAGs, conditions and loops are
-not implemented (the example pipelines have none).
+output-parameter files (``collectOutputParameters``). From the kfp-kubernetes platform spec,
+PVC mounts (``pvcMount``: one host directory per claim name, shared by every task, like a
+ReadWriteMany claim) and emptyDir mounts (a tmpfs) are applied; secrets, node selectors and
+tolerations are not. Nested DAGs, conditions and loops are not implemented (the example
+pipelines have none).
 """
 
 from __future__ import annotations
@@ -86,6 +89,8 @@ class BackendRun:
         root: a host directory for the run (``minio/``, per-task output directories).
         mounts: extra ``docker.types.Mount`` for every task (e.g. a shared tracker volume).
         env: extra env for every container (the cluster's pod env, e.g. ``PATH``).
+        timeout: seconds a task may run.
+        platform: the kfp-kubernetes platform spec (second YAML document), if any.
     """
 
     def __init__(
@@ -95,8 +100,13 @@ class BackendRun:
         root: Path,
         mounts: Sequence[Any] = (),
         env: Mapping[str, str] | None = None,
+        timeout: float = 900,
+        platform: Mapping[str, Any] | None = None,
     ) -> None:
-        self.ir, self.client, self.root = ir, client, root
+        self.ir, self.client, self.root, self.timeout = ir, client, root, timeout
+        k8s = ((platform or {}).get("platforms") or {}).get("kubernetes") or {}
+        self.k8s = (k8s.get("deploymentSpec") or {}).get("executors") or {}
+        self.params: dict[str, Any] = {}
         self.mounts, self.env = list(mounts), dict(env or {})
         name = ir["pipelineInfo"]["name"]
         self.ctx = RunContext(str(uuid.uuid4()), f"{name}-run", random.randint(1000, 99999))
@@ -112,6 +122,7 @@ class BackendRun:
             ).items()
         }
         params.update(arguments)
+        self.params = params
         tasks = self.ir["root"]["dag"]["tasks"]
         for name in _order(tasks):
             self.results[name] = self._task(name, tasks[name], params)
@@ -186,12 +197,14 @@ class BackendRun:
         result = TaskResult()
         result.argv = argv
         start = time.monotonic()
-        result.logs = self._docker(name, container, argv, executor_input)
+        result.logs = self._docker(name, comp["executorLabel"], container, argv, executor_input)
         result.seconds = time.monotonic() - start
         self._collect(comp, executor_input, result, name)
         return result
 
-    def _docker(self, name: str, container: Any, argv: list[str], executor_input: Any) -> str:
+    def _docker(
+        self, name: str, label: str, container: Any, argv: list[str], executor_input: Any
+    ) -> str:
         import docker
         from docker.types import Mount
 
@@ -214,6 +227,7 @@ class BackendRun:
         mounts = [
             Mount("/minio", str(minio), type="bind"),
             Mount("/tmp/kfp/outputs", str(outputs), type="bind"),
+            *self._platform_mounts(label),
             *self.mounts,
         ]
         box = self.client.containers.run(
@@ -228,13 +242,43 @@ class BackendRun:
             detach=True,
         )
         try:
-            code = box.wait()["StatusCode"]
+            try:
+                code = box.wait(timeout=self.timeout)["StatusCode"]
+            except Exception as err:  # the engine's read timeout: the task hangs
+                raise BackendRuleError(f"task {name} did not end in {self.timeout}s") from err
             logs = box.logs().decode(errors="replace")
         finally:
             box.remove(force=True)
         if code != 0:
             raise BackendRuleError(f"task {name} exited with {code}:\n{logs[-3000:]}")
         return logs
+
+    def _platform_mounts(self, executor: str) -> list[Any]:
+        """PVC mounts (a host directory per claim) and emptyDirs (tmpfs) of an executor."""
+        from docker.types import Mount
+
+        spec = self.k8s.get(executor) or {}
+        mounts = []
+        for pvc in spec.get("pvcMount") or []:
+            name = self._platform_value(pvc.get("pvcNameParameter") or pvc)
+            host = self.root / "pvc" / name
+            host.mkdir(parents=True, exist_ok=True)
+            mounts.append(Mount(pvc["mountPath"], str(host), type="bind"))
+        for empty in spec.get("emptyDirMounts") or []:
+            mounts.append(Mount(empty["mountPath"], None, type="tmpfs"))
+        return mounts
+
+    def _platform_value(self, spec: Mapping[str, Any]) -> str:
+        if "componentInputParameter" in spec:
+            return str(self.params[spec["componentInputParameter"]])
+        if "taskOutputParameter" in spec:
+            ref = spec["taskOutputParameter"]
+            return str(self.results[ref["producerTask"]].parameters[ref["outputParameterKey"]])
+        if "runtimeValue" in spec:
+            return str(spec["runtimeValue"]["constant"])
+        if "constant" in spec:
+            return str(spec["constant"])
+        raise BackendRuleError(f"platform value {spec} is not implemented here")
 
     def _collect(self, comp: Any, executor_input: Any, result: TaskResult, name: str) -> None:
         meta = self.root / "minio" / executor_input["outputs"]["outputFile"].removeprefix("/minio/")

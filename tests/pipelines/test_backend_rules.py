@@ -61,8 +61,8 @@ def run_ir(pipeline: Any, tmp_path: Path, client: Any, args: dict, **kw: Any) ->
     from _kfp_support import compile_ir
 
     tmp_path.mkdir(parents=True, exist_ok=True)
-    ir, _ = compile_ir(pipeline, tmp_path)
-    run = BackendRun(ir, client, tmp_path / "run", **kw)
+    ir, platform = compile_ir(pipeline, tmp_path)
+    run = BackendRun(ir, client, tmp_path / "run", platform=platform, **kw)
     return run, run.run(args)
 
 
@@ -169,29 +169,30 @@ def test_launcher_pipelines_under_backend_rules(name: str, tmp_path: Path, clien
     from docker.types import Mount
 
     module = load(name)
-    shared = tmp_path / "shared"  # the tracker's store and the launcher pipeline's workdir
+    pipeline = getattr(module, name)
+    shared = tmp_path / "shared"  # a volume for pipelines that name no claim
     shared.mkdir()
-    args = {"workdir": "/shared/work", "steps": 10.0}
-    if name == "torchx_training_launcher":
-        args.update(tracker_dir="/shared/tracker", steps="10")
+    inputs = set(pipeline.component_spec.inputs or {})
+    args: dict[str, Any] = {"steps": "10" if name.endswith("launcher") else 10.0}
+    if "pvc" not in inputs:  # no claim: workdir and tracker on a volume every task mounts
+        args.update(workdir="/shared/work")
+        if "tracker_dir" in inputs:
+            args.update(tracker_dir="/shared/tracker")
     try:
-        _, results = run_ir(
-            getattr(module, name),
-            tmp_path,
-            client,
-            args,
-            mounts=[Mount("/shared", str(shared), type="bind")],
+        run, results = run_ir(
+            pipeline, tmp_path, client, args, mounts=[Mount("/shared", str(shared), type="bind")]
         )
     except BackendRuleError as err:
         pytest.fail(str(err)[-2000:])
-    assert list(tmp_path.rglob("model.pt"))
-    if name == "torchx_training_workflow":  # no tracker, no metrics file: evaluate prints them
+    data = run.root / "pvc" / run.params["pvc"] if "pvc" in inputs else shared
+    assert list(data.rglob("model.pt"))
+    if "tracker_dir" not in inputs:  # the workflow: no tracker, evaluate prints its metrics
         assert any("mse" in r.logs for r in results.values())
         return
     train = next(r for k, r in results.items() if "train" in k or k.endswith("-2"))
-    metrics = [p for p in tmp_path.rglob("*metrics*") if p.is_file()]
+    metrics = [p for p in data.rglob("*metrics*") if p.is_file()]
     assert metrics and json.loads(metrics[0].read_text())["mse"] >= 0
-    _assert_lineage(shared / "tracker", train.parameters["app_id"])
+    _assert_lineage(data / "tracker", train.parameters["app_id"])
 
 
 TORCH_IMAGE = "torchx-flow/torch:2.13.0"
