@@ -3,19 +3,41 @@
 A thin wrapper of the shared pipeline definition, which ``torchx pipeline run`` also runs
 locally and ``dags/torchx_training.py`` turns into an Airflow DAG:
 ``torchx_kfp.pipeline_from_workflow`` makes ``prepare_data`` and ``evaluate`` container tasks
-and ``train`` (``dist.ddp``, which one KFP task cannot express) a launcher task. Inside the
-tasks the examples are expected at ``/opt/torchx-flow/examples``.
+and ``train`` (``dist.ddp``, which one KFP task cannot express) a launcher task. For KFP every
+step runs ``IMAGE`` (it holds the examples at ``/opt/torchx-flow/examples``), and the steps'
+outputs (paths under ``workdir``) live on the PersistentVolumeClaim ``torchx-training-data``
+(``deploy/torchx-training-pvc.yaml``), mounted at ``/mnt/torchx`` in every task and, with
+``scheduler=kubernetes``, in the train step's pods: ``workdir`` defaults to it here.
 """
 
 from pathlib import Path
 
-from torchx.workflow import load_pipeline
+from torchx.workflow import Pipeline, load_pipeline
 from torchx_kfp import pipeline_from_workflow
+
+IMAGE = "torchx-flow/torch:2.13.0"
+"""torch + torchx-flow + examples/ (scripts/infra/torch-image.sh builds it)."""
+DATA = "/mnt/torchx"
+"""Where the shared claim is mounted (the KFP default of ``workdir``)."""
+PVC = "torchx-training-data"
+
+
+def for_kfp(pipeline: Pipeline) -> Pipeline:
+    """The pipeline with every step's image set and ``workdir`` on the shared claim."""
+    params = dict(pipeline.params)
+    params["workdir"] = params["workdir"].model_copy(update={"default": DATA})
+    defaults = pipeline.defaults.model_copy(update={"image": IMAGE})
+    return pipeline.model_copy(update={"params": params, "defaults": defaults})
+
 
 # [START torchx_training_workflow_pipeline]
 PIPELINE = Path(__file__).resolve().parents[1] / "examples" / "pipeline.yaml"
 
 torchx_training_workflow = pipeline_from_workflow(
-    load_pipeline(PIPELINE), pipeline_dir="/opt/torchx-flow/examples"
+    for_kfp(load_pipeline(PIPELINE)),
+    pipeline_dir="/opt/torchx-flow/examples",
+    launcher_image=IMAGE,
+    pvc=PVC,
+    pvc_mount_path=DATA,
 )
 # [END torchx_training_workflow_pipeline]

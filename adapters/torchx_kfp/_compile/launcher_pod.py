@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 if TYPE_CHECKING:
     from torchx.specs.api import Resource
 
-__all__ = ["LauncherPod"]
+__all__ = ["LauncherPod", "mount_claim"]
 
 
 @dataclasses.dataclass
@@ -93,7 +93,14 @@ class LauncherPod:
         for toleration in self.tolerations:
             kubernetes.add_toleration(task, **toleration)
         if self.pvc:
-            kubernetes.mount_pvc(task, pvc_name=self.pvc, mount_path=self.pvc_mount_path)
+            mount_claim(task, self.pvc, self.pvc_mount_path)
+
+
+def mount_claim(task: Any, pvc: Any, mount_path: str) -> None:
+    """Mounts claim ``pvc`` (a name or a pipeline channel) at ``mount_path`` in ``task``."""
+    from kfp import kubernetes
+
+    kubernetes.mount_pvc(task, pvc_name=pvc, mount_path=mount_path)
 
 
 def _sized(resource: Union[str, Resource]) -> tuple[dict[str, str], dict[str, str]]:

@@ -18,6 +18,7 @@ them (which also orders the tasks), and each step's tracker parent is its parent
 
 from __future__ import annotations
 
+import functools
 import inspect
 import os
 from collections.abc import Callable, Mapping, Sequence
@@ -167,6 +168,8 @@ def pipeline_from_workflow(
     launcher_image: Optional[str] = None,
     packages_to_install: Optional[Sequence[str]] = None,
     pipeline_dir: Optional[str] = None,
+    pvc: Optional[str] = None,
+    pvc_mount_path: str = "/mnt/torchx",
 ) -> Callable[..., Any]:
     """Returns a ``@dsl.pipeline`` function with one task per step of ``pipeline``.
 
@@ -183,6 +186,11 @@ def pipeline_from_workflow(
         packages_to_install: pip requirements the launcher tasks install at start.
         pipeline_dir: where ``{{ pipeline.dir }}`` points inside the tasks (e.g. the directory
             an image holds the examples in); default: the pipeline file's directory here.
+        pvc: a PersistentVolumeClaim (ReadWriteMany) mounted at ``pvc_mount_path`` in every
+            task (and, with the kubernetes scheduler, in every pod of a launcher step's app):
+            point the parameter the step outputs live under (``workdir``) there, so the
+            steps share data on a cluster (see :func:`torchx_kfp.launcher_from_app`).
+        pvc_mount_path: where ``pvc`` is mounted.
 
     Raises:
         ValueError: an unknown ``mode``, or a step ``mode="container"`` cannot express.
@@ -190,6 +198,7 @@ def pipeline_from_workflow(
     from kfp import dsl
 
     from torchx.workflow.plan import dependencies, order
+    from torchx_kfp._compile.launcher_pod import mount_claim
     from torchx_kfp._in_task.workflow_run import pipeline_to_json
     from torchx_kfp.launcher import DEFAULT_LAUNCHER_IMAGE, exec_into_python
 
@@ -208,6 +217,8 @@ def pipeline_from_workflow(
             install_kfp_package=False,
         )
     )
+    volume = {"pvc": pvc or "", "pvc_mount_path": pvc_mount_path if pvc else ""}
+    step_task = functools.partial(component, **volume)  # launcher steps mount it in the app
 
     names = list(pipeline.params)
 
@@ -226,9 +237,11 @@ def pipeline_from_workflow(
                 task = _container_task(pipeline, name, values, tasks, deps[name])
             else:
                 task = _launcher_task(
-                    component, pipeline, name, data, values, tasks, deps, env or {}
+                    step_task, pipeline, name, data, values, tasks, deps, env or {}
                 )
             task.set_caching_options(False)
+            if pvc:
+                mount_claim(task, pvc, pvc_mount_path)
             tasks[name] = task
 
     body.__signature__ = _signature(pipeline)  # type: ignore[attr-defined]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Optional
 
 if TYPE_CHECKING:
     from torchx.workflow import Pipeline
@@ -69,8 +69,12 @@ def run_step(
     params: Mapping[str, Any],
     upstream: Mapping[str, str],
     env: Mapping[str, str],
+    volume: Optional[tuple[str, str]] = None,
 ) -> str:
     """Launches ``step`` and waits for it; returns its app handle when it SUCCEEDED.
+
+    ``volume`` (a claim and its mount path in the task's pod) is mounted in the app's pods
+    too when the step's scheduler is ``kubernetes``.
 
     Raises:
         TorchXKfpAppError: the app did not succeed.
@@ -91,4 +95,6 @@ def run_step(
         raise ValueError(f"step `{step}` built no AppDef")
     spec = {"app": app_to_json(request.app)}
     cfg = _cfg_text(request.cfg) if isinstance(request.cfg, Mapping) else str(request.cfg or "")
-    return launch(spec, {}, env, str(request.scheduler), cfg, request.parent_run_id or "")
+    scheduler = str(request.scheduler)
+    parent = request.parent_run_id or ""
+    return launch(spec, {}, env, scheduler, cfg, parent, volume=volume)

@@ -15,6 +15,8 @@ def torchx_workflow_step(
     params: dict,
     upstream: dict,
     env: dict,
+    pvc: str = "",
+    pvc_mount_path: str = "",
 ) -> NamedTuple("Outputs", [("app_handle", str), ("app_id", str), ("tracker_run_id", str)]):  # type: ignore[valid-type]
     """Renders one step of a torchx.workflow pipeline and launches it (launcher mode).
 
@@ -24,11 +26,15 @@ def torchx_workflow_step(
         params: the pipeline parameter values.
         upstream: ``{"<step>.<field>": value}`` outputs of the upstream steps.
         env: variables for the launcher and its app (e.g. tracker configuration).
+        pvc: a claim the task has at ``pvc_mount_path``; with the kubernetes scheduler the
+            step's app mounts it there too.
+        pvc_mount_path: where ``pvc`` is mounted.
     """
     from collections import namedtuple
 
     from torchx_kfp._in_task.workflow_run import run_step
 
-    handle = run_step(pipeline, step, params, upstream, env)
+    volume = (pvc, pvc_mount_path) if pvc else None
+    handle = run_step(pipeline, step, params, upstream, env, volume)
     outputs = namedtuple("outputs", ["app_handle", "app_id", "tracker_run_id"])
     return outputs(handle, handle.rsplit("/", 1)[-1], handle)

@@ -164,3 +164,23 @@ def test_the_claim_is_mounted_in_every_role_of_a_kubernetes_app() -> None:
     assert request.app is not None
     for role in request.app.roles:
         assert role.mounts == [specs.VolumeMount(src="claim", dst_path="/data")]
+
+
+def test_workflow_pipeline_mounts_the_claim_in_every_task(tmp_path: Path) -> None:
+    """pipeline_from_workflow(pvc=...): container and launcher steps share the claim."""
+    from torchx.workflow import load_pipeline
+    from torchx_kfp import pipeline_from_workflow
+
+    repo = Path(__file__).resolve().parents[3]
+    fn = pipeline_from_workflow(
+        load_pipeline(repo / "examples" / "pipeline.yaml"), pvc="data", pvc_mount_path="/mnt/d"
+    )
+    ir, platform = compile_ir(fn, tmp_path)
+    tasks = ir["root"]["dag"]["tasks"]
+    for name, task in tasks.items():
+        executor_name = task["componentRef"]["name"].replace("comp-", "")
+        mount = k8s_executor(platform, executor_name)["pvcMount"][0]
+        assert mount["mountPath"] == "/mnt/d", name
+    train = tasks["torchx-workflow-step"]["inputs"]["parameters"]  # launcher: its app mounts it
+    assert train["pvc"]["runtimeValue"]["constant"] == "data"
+    assert train["pvc_mount_path"]["runtimeValue"]["constant"] == "/mnt/d"
