@@ -127,8 +127,10 @@ def _app_spec(
         return {**spec, "component": app, "args": args}
     if not isinstance(app, AppDef):
         from torchx.specs.builders import materialize_appdef
+        from torchx_kfp._compile.params import compile_env
 
-        app = materialize_appdef(app, [str(a) for a in args], None, None)
+        with compile_env():  # nothing of this machine's env (LOGLEVEL) reaches the IR
+            app = materialize_appdef(app, [str(a) for a in args], None, None)
     elif args:
         raise ValueError(f"app `{app.name}` is an AppDef: component_args need a component")
     return {**spec, "app": app_to_json(app)}

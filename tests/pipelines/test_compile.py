@@ -83,6 +83,29 @@ def test_compiling_with_loglevel_set_leaves_the_ir_unchanged(
     assert text == (GOLDEN / "torchx_training.yaml").read_text()
 
 
+def test_launcher_of_a_component_function_leaves_loglevel_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A component function is materialized when the pipeline compiles: without this env."""
+    from kfp import dsl
+
+    from torchx.components.dist import ddp
+    from torchx_kfp import launcher_from_app
+
+    monkeypatch.setenv("LOGLEVEL", "DEBUG")
+
+    @dsl.pipeline(name="fn-launcher")
+    def fn_launcher() -> None:
+        launcher_from_app(ddp, ["-j", "1x2", "--script", "train.py"])
+
+    from _kfp_support import compile_ir
+
+    ir, _ = compile_ir(fn_launcher, tmp_path)
+    app = ir["root"]["dag"]["tasks"]["torchx-launch"]["inputs"]["parameters"]["app"]
+    text = app["runtimeValue"]["constant"]
+    assert '"LOGLEVEL": "WARNING"' in text and "DEBUG" not in text
+
+
 def test_training_pipeline_shape(tmp_path: Path) -> None:
     import yaml
 
