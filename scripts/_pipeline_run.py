@@ -22,7 +22,8 @@ PIPELINE = REPO / "examples" / "pipeline.yaml"
 
 
 def _checkpoint(workdir: Path) -> str:
-    found = sorted((workdir / "out").glob("*/model.pt"), key=lambda p: p.stat().st_mtime)
+    # <workdir>/out/... (kfp), <workdir>/<run id>/out/... (the Airflow DAG: a dir per run)
+    found = sorted(workdir.glob("**/out/*/model.pt"), key=lambda p: p.stat().st_mtime)
     return str(found[-1]) if found else "none"
 
 

@@ -14,8 +14,9 @@ Parsing builds no AppDef and imports neither the runner nor the schedulers' back
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any, Optional, Union
 
 if TYPE_CHECKING:
     from airflow.sdk import DAG
@@ -30,13 +31,14 @@ def _xcom(step: str, field: str) -> str:
     return f"{{{{ ti.xcom_pull(task_ids='{step}')['{field}'] }}}}"
 
 
-def _renderer(pipeline: Pipeline) -> Renderer:
+def _renderer(pipeline: Pipeline, param_jinja: Optional[Mapping[str, str]] = None) -> Renderer:
     """The plan's renderer with Airflow's callbacks: DAG params and XCom pulls."""
     from torchx.workflow.plan import Renderer
 
+    jinja = dict(param_jinja or {})
     return Renderer(
         pipeline,
-        param=lambda name: f"{{{{ params.{name} }}}}",
+        param=lambda name: jinja.get(name) or f"{{{{ params.{name} }}}}",
         step=lambda ref: _xcom(ref.name, ref.field),
     )
 
@@ -67,11 +69,16 @@ def _dag_params(pipeline: Pipeline) -> dict[str, Any]:
     return params
 
 
-def _operator_kwargs(pipeline: Pipeline, name: str) -> dict[str, Any]:
+def _operator_kwargs(
+    pipeline: Pipeline,
+    name: str,
+    param_jinja: Optional[Mapping[str, str]],
+    task_kwargs: Mapping[str, Mapping[str, Any]],
+) -> dict[str, Any]:
     from torchx.workflow.plan import parent_of
 
     step = pipeline.effective(name)
-    jinja = _renderer(pipeline).render_value
+    jinja = _renderer(pipeline, param_jinja).render_value
     kwargs: dict[str, Any] = {
         "task_id": name,
         "scheduler": jinja(step.scheduler),
@@ -90,6 +97,10 @@ def _operator_kwargs(pipeline: Pipeline, name: str) -> dict[str, Any]:
     parent = parent_of(pipeline, name)
     if parent:
         kwargs["parent_run_id"] = _xcom(parent, "tracker_run_id")
+    for extra in (task_kwargs.get("*", {}), task_kwargs.get(name, {})):
+        env = {**(kwargs.get("env") or {}), **(extra.get("env") or {})}
+        kwargs.update(extra)
+        kwargs["env"] = env
     return kwargs
 
 
@@ -97,13 +108,28 @@ def dag_from_pipeline(
     pipeline: Union[Pipeline, str, os.PathLike[str]],
     *,
     dag_id: Union[str, None] = None,
+    param_jinja: Optional[Mapping[str, str]] = None,
+    task_kwargs: Optional[Mapping[str, Mapping[str, Any]]] = None,
     **dag_kwargs: Any,
 ) -> DAG:
     """Returns an Airflow DAG with one TorchXOperator per pipeline step.
 
+    Example (a per-run work dir, and Airflow retries and a timeout on ``train``)::
+
+        dag_from_pipeline(
+            "examples/pipeline.yaml",
+            param_jinja={"workdir": "{{ params.workdir }}/{{ run_id }}"},
+            task_kwargs={"train": {"retries": 2, "execution_timeout": timedelta(hours=1)}},
+        )
+
     Args:
         pipeline: a :class:`torchx.workflow.Pipeline`, or the path of a pipeline YAML file.
         dag_id: the DAG id (default: the pipeline name).
+        param_jinja: ``{param: Jinja text}`` used where the pipeline says ``{{ params.NAME }}``
+            (default ``{{ params.NAME }}``): Airflow-only values such as a per-run directory.
+        task_kwargs: more ``TorchXOperator`` arguments per step name, ``"*"`` for every step
+            (``retries``, ``execution_timeout``, ``on_finish_action``, ...); an ``env`` is
+            merged into the step's env.
         **dag_kwargs: more ``DAG`` arguments (``schedule`` defaults to None, ``start_date``
             to 2025-01-01, ``catchup`` to False, ``doc_md`` to the pipeline description).
 
@@ -125,7 +151,10 @@ def dag_from_pipeline(
     dag_kwargs.setdefault("doc_md", pipeline.description or None)
     params = {**_dag_params(pipeline), **dag_kwargs.pop("params", {})}
     with DAG(dag_id=dag_id or pipeline.name, params=params, **dag_kwargs) as dag:
-        tasks = {n: TorchXOperator(**_operator_kwargs(pipeline, n)) for n in order(pipeline)}
+        tasks = {
+            n: TorchXOperator(**_operator_kwargs(pipeline, n, param_jinja, task_kwargs or {}))
+            for n in order(pipeline)
+        }
         for name, ups in dependencies(pipeline).items():
             for up in ups:
                 tasks[up] >> tasks[name]

@@ -81,7 +81,8 @@ def test_training_dag_runs_its_steps_as_pods(
         assert train["app_handle"].startswith(f"kubernetes://torchx/{ns}:")
         # the train pods' TORCHX_JOB_ID is the app's handle, so the checkpoint directory is named
         # after the same app id the evaluate step reads from the XCom
-        checkpoint = workdir / "out" / train["app_id"] / "model.pt"
+        run_dir = workdir / summary["run_id"].replace(":", "-").replace("+", "-")
+        checkpoint = run_dir / "out" / train["app_id"] / "model.pt"
         assert checkpoint.is_file()
         # the train step's pod log was copied into the task log
         assert f"checkpoint saved to {checkpoint}" in output

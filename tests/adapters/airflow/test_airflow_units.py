@@ -334,3 +334,32 @@ def test_airflow_providers_list_shows_torchx(tmp_path: Path) -> None:
         timeout=120,
     )
     assert "torchx_airflow.hooks.torchx.TorchXHook" in hooks.stdout
+
+
+def test_dag_from_pipeline_adds_airflow_only_values(tmp_path: Path) -> None:
+    import datetime as dt
+
+    from torchx_airflow import dag_from_pipeline
+
+    pipeline = tmp_path / "p.yaml"
+    pipeline.write_text(
+        "name: p\n"
+        "params:\n  workdir: {default: /tmp/w}\n"
+        "steps:\n"
+        "  a:\n    component: utils.echo\n    env: {A: '1'}\n"
+        "    args: [--msg, '{{ params.workdir }}/a']\n"
+        "  b:\n    component: utils.echo\n    depends_on: [a]\n"
+    )
+    dag = dag_from_pipeline(
+        pipeline,
+        param_jinja={"workdir": "{{ params.workdir }}/{{ run_id }}"},
+        task_kwargs={
+            "*": {"env": {"T": "x"}},
+            "b": {"retries": 3, "execution_timeout": dt.timedelta(minutes=5)},
+        },
+    )
+    a, b = dag.get_task("a"), dag.get_task("b")
+    assert a.component_args == ["--msg", "{{ params.workdir }}/{{ run_id }}/a"]
+    assert a.env == {"A": "1", "T": "x"} and b.env == {"T": "x"}
+    assert b.retries == 3 and b.execution_timeout == dt.timedelta(minutes=5)
+    assert a.retries == 0 and a.execution_timeout is None

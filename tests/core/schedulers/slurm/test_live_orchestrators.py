@@ -62,6 +62,7 @@ def test_training_dag_on_slurm(
     train = summary["tasks"]["train"]["xcom"]["return_value"]
     assert train["state"] == "SUCCEEDED"
     assert train["app_handle"].startswith("slurm://")
-    checkpoint = workdir / "out" / train["app_id"] / "model.pt"
+    run_dir = workdir / summary["run_id"].replace(":", "-").replace("+", "-")  # a dir per run
+    checkpoint = run_dir / "out" / train["app_id"] / "model.pt"
     assert checkpoint.is_file()
     assert f"evaluated {checkpoint} (trained 20 steps): mse" in output
