@@ -113,8 +113,7 @@ def compile_env() -> Iterator[None]:
 def _materialize(fn: Callable[..., Any], args: list[str]) -> AppDef:
     from torchx.specs.builders import materialize_appdef
 
-    with compile_env():
-        return materialize_appdef(fn, args, None, None)
+    return materialize_appdef(fn, args, None, None)
 
 
 def _probe_args(values: dict[str, str], bound: Sequence[str]) -> list[str]:
@@ -164,6 +163,13 @@ def component_with_inputs(
         ValueError: a ``wanted`` parameter cannot be an input, or a required parameter is
             neither bound nor eligible.
     """
+    with compile_env():  # one switch for every probe materialization of this component
+        return _with_inputs(fn, bound, wanted)
+
+
+def _with_inputs(
+    fn: Callable[..., Any], bound: Sequence[str], wanted: Optional[Sequence[str]]
+) -> tuple[AppDef, list[ComponentInput]]:
     cands = _candidates(fn, bound, wanted)
     probes = {n: probe_token(n, t) for n, (t, _) in cands.items()}
     eligible = {n for n, (t, _) in cands.items() if _flows_verbatim(fn, n, probes, bound, t)}
