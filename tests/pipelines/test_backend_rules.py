@@ -146,22 +146,10 @@ def test_training_pipeline_under_backend_rules(tmp_path: Path, client: Any) -> N
     _assert_lineage(shared / "tracker", train_app_id)
 
 
-WORKFLOW_IMAGES = (
-    "the workflow's builtin container steps (prepare, evaluate) default to"
-    " ghcr.io/pytorch/torchx:0.1.0, which does not hold what they run (issue 18 item 4)"
-)
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "name",
-    [
-        "torchx_training_launcher",
-        pytest.param(
-            "torchx_training_workflow",
-            marks=pytest.mark.xfail(strict=True, reason=WORKFLOW_IMAGES),
-        ),
-    ],
+    ["torchx_training_launcher", "torchx_training_workflow"],
 )
 def test_launcher_pipelines_under_backend_rules(name: str, tmp_path: Path, client: Any) -> None:
     """Launcher tasks run in their image too, the app on local_cwd inside that container."""
