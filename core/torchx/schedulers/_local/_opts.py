@@ -42,7 +42,7 @@ class Opts(StructuredOpts):
     10)"""
 
     env_drop: Optional[list[str]] = None
-    """glob patterns (fnmatch, case-sensitive) of inherited environment variables the replicas do
+    """glob patterns (* and ?, case-sensitive) of inherited environment variables the replicas do
     not get, e.g. SECRET_*;AWS_SECRET_ACCESS_KEY (what the AppDef sets is kept)"""
 
 

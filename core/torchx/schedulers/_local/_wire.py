@@ -126,6 +126,28 @@ def write_json_atomic(path: str | os.PathLike[str], data: dict[str, Any]) -> Non
     os.replace(tmp, path)
 
 
+def glob_match(name: str, pattern: str) -> bool:
+    """``fnmatch.fnmatchcase`` for ``*`` and ``?`` patterns, without importing ``re``.
+
+    Args:
+        name: the string to test.
+        pattern: ``*`` matches any run of characters, ``?`` one character, the rest itself.
+    """
+    n = p = 0
+    star, mark = -1, 0
+    while n < len(name):
+        if p < len(pattern) and pattern[p] in ("?", name[n]) and pattern[p] != "*":
+            n, p = n + 1, p + 1
+        elif p < len(pattern) and pattern[p] == "*":
+            star, mark, p = p, n, p + 1
+        elif star >= 0:
+            mark += 1
+            n, p = mark, star + 1
+        else:
+            return False
+    return all(c == "*" for c in pattern[p:])
+
+
 def spawn_env(
     recorded: dict[str, str], inherited: dict[str, str], drop: list[str] | None = None
 ) -> dict[str, str]:
@@ -139,12 +161,10 @@ def spawn_env(
     Args:
         recorded: the replica's ``env`` from ``request.json``.
         inherited: the environment the supervisor inherited from the launcher.
-        drop: glob patterns (``fnmatch.fnmatchcase``) of inherited names to leave out.
+        drop: glob patterns (``*`` and ``?``, :func:`glob_match`) of inherited names to leave out.
     """
     if drop:
-        from fnmatch import fnmatchcase  # only then: this module must stay cheap to import
-
-        inherited = {k: v for k, v in inherited.items() if not any(fnmatchcase(k, p) for p in drop)}
+        inherited = {k: v for k, v in inherited.items() if not any(glob_match(k, p) for p in drop)}
     env = {**inherited, **recorded}
     paths = [p.strip(":") for p in (recorded.get("PATH"), inherited.get("PATH")) if p]
     joined = ":".join(p for p in paths if p)

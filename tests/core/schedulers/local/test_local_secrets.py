@@ -104,3 +104,19 @@ def test_env_drop_keeps_matching_inherited_variables_from_the_replicas(
         assert status is not None and status.state == AppState.SUCCEEDED
         lines = list(runner.log_lines(handle, "w", 0))
     assert lines == ["FAKE_CONN_SET_BY_APP FAKE_PLAIN\n"]
+
+
+@pytest.mark.parametrize(
+    ("name", "pattern"),
+    [
+        (n, p)
+        for n in ("", "a", "AIRFLOW_CONN_X", "AIRFLOW__CORE__FERNET_KEY", "aXbYc", "aab")
+        for p in ("AIRFLOW_CONN_*", "AIRFLOW__*KEY*", "*", "?", "a*b?c", "*a*a*", "", "a?b")
+    ],
+)
+def test_env_drop_globs_match_like_fnmatch(name: str, pattern: str) -> None:
+    import fnmatch
+
+    from torchx.schedulers._local._wire import glob_match
+
+    assert glob_match(name, pattern) == fnmatch.fnmatchcase(name, pattern)
