@@ -118,14 +118,23 @@ def apply_overlay(base: dict[str, Any], overlay: dict[str, Any]) -> None:
     """
     for key, value in overlay.items():
         op, field, on = parse_key(key)
+        # operator keys already in ``base`` (an overlay merged into an overlay) for the same
+        # field are replaced, as TorchX: PUT/DEL drop every key of the field, JOIN and a plain
+        # key the operator ones
+        _drop_field_keys(base, field, keep_plain=op not in (_PUT, _DEL))
         if op == _PUT:
             base[field] = copy.deepcopy(value)
         elif op == _DEL:
-            base.pop(field, None)
+            pass
         elif op == _JOIN:
             _join(base, field, str(on), value)
         else:
             _merge_plain(base, field, value)
+
+
+def _drop_field_keys(base: dict[str, Any], field: str, keep_plain: bool) -> None:
+    for k in [k for k in base if field_of(k) == field and not (keep_plain and k == field)]:
+        del base[k]
 
 
 def accumulate(acc: dict[str, Any], overlay: dict[str, Any]) -> None:

@@ -144,6 +144,9 @@ def get_overlay(
         return {}
     if ns.get(OVERLAYS_MARKER) or kind in ns:
         overlay = ns.get(kind)
+        if overlay is None:  # a scheduler probing for a kind: not a problem
+            kinds = [k for k in ns if k != OVERLAYS_MARKER]
+            logger.debug("no `%s` overlay in `%s` (it has: %s)", kind, namespace, kinds)
         return overlay if isinstance(overlay, dict) else {}
     if flat_fallback and not _looks_nested(ns):
         logger.warning(

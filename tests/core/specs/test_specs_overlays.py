@@ -1,6 +1,7 @@
 import json
 import logging
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -8,6 +9,7 @@ from torchx.specs.api import AppDef, Role
 from torchx.specs.overlays import (
     DEL,
     JOIN,
+    OVERLAYS_MARKER,
     PUT,
     OverlaySpec,
     apply_overlay,
@@ -177,3 +179,35 @@ def test_overlay_spec() -> None:
         spec.set(role, {"spec": {"image": "x"}})
     flat = Role("r", "img", metadata={"kubernetes": {"spec": {"a": 1}}})
     assert spec.get(flat) == {}
+
+
+@pytest.mark.parametrize(
+    ("base", "overlay", "want"),
+    [
+        ({PUT("tags"): ["old"]}, {"tags": ["new"]}, {"tags": ["new"]}),
+        ({DEL("f"): None}, {PUT("f"): "new"}, {"f": "new"}),
+        ({JOIN("c", on="name"): [{"name": "m"}]}, {DEL("c"): None}, {}),
+        (
+            {"c": [{"name": "m"}], PUT("c"): []},
+            {JOIN("c", on="name"): [{"name": "m", "x": 1}]},
+            {"c": [{"name": "m", "x": 1}]},
+        ),
+    ],
+)
+def test_operator_keys_in_base_are_replaced(
+    base: dict[str, Any], overlay: dict[str, Any], want: dict[str, Any]
+) -> None:
+    # merging an overlay into an overlay: the last operation for a field wins (as TorchX)
+    apply_overlay(base, overlay)
+    assert base == want
+
+
+def test_kind_missing_from_a_marked_namespace_is_a_debug_line(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    role = Role(name="w", image="img")
+    set_overlay(role, "sched", "JobSpec", {"priority": "high"})
+    with caplog.at_level(logging.DEBUG, logger="torchx.specs.overlays"):
+        assert get_overlay(role, "sched", "JobConfig") == {}
+    assert [r.levelno for r in caplog.records] == [logging.DEBUG]
+    assert "JobSpec" in caplog.text and OVERLAYS_MARKER not in caplog.text
