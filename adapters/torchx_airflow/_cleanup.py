@@ -70,7 +70,7 @@ def stop_app(runner: Runner, app_handle: str, action: str, log: logging.Logger |
             log.info("deleting TorchX app %s (on_finish_action=delete)", app_handle)
             runner.delete(app_handle)
         elif status is not None and not status.is_terminal():
-            log.info("cancelling TorchX app %s: the task failed while it ran", app_handle)
+            log.info("cancelling TorchX app %s (on_finish_action=cancel)", app_handle)
             runner.cancel(app_handle)
     except Exception as e:
         log.warning("could not stop TorchX app %s: %s: %s", app_handle, type(e).__name__, e)

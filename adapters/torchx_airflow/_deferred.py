@@ -81,6 +81,7 @@ def maybe_defer(
         scheduler_params=dict(settings.scheduler_params),
         poll_interval=op.poll_interval,
         worker_host=host,
+        on_kill_action=op.on_finish_action,
     )
     ti = context.get("ti")
     left = remaining_seconds(op.execution_timeout, getattr(ti, "start_date", None))

@@ -47,7 +47,7 @@ __all__ = [
 
 STATE_KEY = "torchx_app"
 _OLD_KEY = "torchx_app_handle"  # a bare handle string (before host and processed were kept)
-_MAX_PROCESSED = 20  # processed handles remembered (labels find older ones; the newest matter)
+_MAX_PROCESSED = 1000  # processed handles remembered (a label search must skip every one)
 ON_OTHER_HOST = ("fail", "launch")
 
 

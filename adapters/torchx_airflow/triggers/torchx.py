@@ -37,6 +37,8 @@ class TorchXJobTrigger(BaseTrigger):
         poll_interval: the longest time between two status checks, in seconds.
         worker_host: where the app was launched (``_deferral.host_identity()``), for apps of
             host-local schedulers; None: followed from anywhere.
+        on_kill_action: the task's ``on_finish_action``: what :meth:`on_kill` does (``cancel``,
+            ``keep`` or ``delete``).
     """
 
     def __init__(
@@ -46,9 +48,11 @@ class TorchXJobTrigger(BaseTrigger):
         scheduler_params: Optional[Mapping[str, Any]] = None,
         poll_interval: float = 5.0,
         worker_host: Optional[str] = None,
+        on_kill_action: str = "cancel",
     ) -> None:
         super().__init__()
         self.worker_host = worker_host
+        self.on_kill_action = on_kill_action
         self.app_handle = app_handle
         self.torchx_conn_id = torchx_conn_id
         self.scheduler_params = dict(scheduler_params or {})
@@ -64,6 +68,8 @@ class TorchXJobTrigger(BaseTrigger):
         }
         if self.worker_host:
             kwargs["worker_host"] = self.worker_host
+        if self.on_kill_action != "cancel":
+            kwargs["on_kill_action"] = self.on_kill_action
         return f"{type(self).__module__}.{type(self).__qualname__}", kwargs
 
     async def _runner(self) -> Runner:
@@ -92,10 +98,11 @@ class TorchXJobTrigger(BaseTrigger):
             yield TriggerEvent(event_payload(self.app_handle, None, error=message))
 
     async def on_kill(self) -> None:
-        """Cancels the app (called on a user kill of the deferred task, Airflow 3.3+)."""
+        """Cancels (``keep``: leaves, ``delete``: deletes) the app on a user kill (Airflow 3.3+)."""
         if needs_worker(self.app_handle, self.worker_host):
             self.log.warning("cannot cancel %s from this host: it runs elsewhere", self.app_handle)
             return
+        from torchx_airflow._cleanup import stop_app
+
         runner = await self._runner()
-        self.log.info("cancelling TorchX app %s", self.app_handle)
-        await asyncio.to_thread(runner.cancel, self.app_handle)
+        await asyncio.to_thread(stop_app, runner, self.app_handle, self.on_kill_action, self.log)

@@ -104,6 +104,23 @@ def test_trigger_on_kill_cancels_the_app() -> None:
     assert status is not None and status.state.name == "CANCELLED"
 
 
+def test_trigger_on_kill_keeps_the_app_with_on_finish_action_keep() -> None:
+    import time
+
+    from torchx.runner import get_runner
+    from torchx_airflow.triggers.torchx import TorchXJobTrigger
+
+    handle = launch(["sleep", "60"])
+    trigger = TorchXJobTrigger(handle, None, on_kill_action="keep")
+    assert trigger.serialize()[1]["on_kill_action"] == "keep"
+    asyncio.run(trigger.on_kill())
+    time.sleep(0.5)
+    runner = get_runner()
+    status = runner.status(handle)
+    assert status is not None and not status.is_terminal()
+    runner.cancel(handle)
+
+
 # ------------------------------------------------------------------ hook and settings
 
 
