@@ -57,21 +57,24 @@ class StructuredNameArgument:
             The parsed name.
 
         Raises:
-            ValueError: more than one ``/``, or no run name and neither ``m`` nor ``script``.
+            ValueError: not exactly one of ``m`` and ``script`` (as TorchX), or more than one
+                ``/``.
         """
+        if not m and not script:
+            raise ValueError(
+                "No main module or script specified. Specify either a main module (-m) or a"
+                " script path (--script)"
+            )
+        if m and script:
+            raise ValueError(
+                "Both main module and script set. Specify exactly one of: main module (-m) or"
+                " script (--script), but not both"
+            )
         if name.count("/") > 1:
             raise ValueError(f"Invalid --name `{name}`, {_NAME_USAGE}")
         experiment, _, run = name.rpartition("/")
         if not run:
-            if script:
-                run = Path(script).stem
-            elif m:
-                run = m.rpartition(".")[2]
-            else:
-                raise ValueError(
-                    f"--name `{name}` has no run name and there is no --script or -m to"
-                    f" derive one from; {_NAME_USAGE}"
-                )
+            run = Path(script).stem if script else str(m).rpartition(".")[2]
         return StructuredNameArgument(experiment or default_experiment_name, run)
 
 
@@ -128,4 +131,7 @@ class StructuredJArgument:
                     f" instance. Specify `-j {{nnodes}}x{{nproc_per_node}}` (e.g. `-j {j}x1`)."
                 )
             return StructuredJArgument(int(j), gpu)
-        raise ValueError(f"Invalid format for -j, usage example: 2x8 or 2. Given: {j}")
+        raise ValueError(
+            f"Invalid format for `-j $NNODESx$NPROCS_PER_NODE` (e.g. `-j 1x8`, or `-j 2` to"
+            f" infer the processes from the GPUs of `-h`). Given: {j}"
+        )

@@ -27,8 +27,11 @@ def test_name_argument_from_module_and_errors() -> None:
     assert StructuredNameArgument.parse_from("/", m="a.b.c").run_name == "c"
     with pytest.raises(ValueError, match="usage"):
         StructuredNameArgument.parse_from("a/b/c", m="x")
-    with pytest.raises(ValueError, match="no run name"):
-        StructuredNameArgument.parse_from("exp/")
+    # as TorchX: exactly one of -m and --script, even when the name has a run part
+    with pytest.raises(ValueError, match="No main module or script specified"):
+        StructuredNameArgument.parse_from("exp/run")
+    with pytest.raises(ValueError, match="Both main module and script set"):
+        StructuredNameArgument.parse_from("exp/run", m="a.b", script="a/b.py")
 
 
 def test_j_argument_infers_from_gpus() -> None:
@@ -59,5 +62,5 @@ def test_j_argument_warns_on_mismatch(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.mark.parametrize("j", ["", "x", "1:2x4", "2x"])
 def test_j_argument_bad_format(j: str) -> None:
-    with pytest.raises(ValueError, match="Invalid format for -j"):
+    with pytest.raises(ValueError, match="Invalid format for `-j"):
         StructuredJArgument.parse_from("gpu.small", j)
