@@ -110,8 +110,8 @@ def _resolve_awaitable(value: Awaitable[Any]) -> Any:
     if owner is not None:
         if owner is running:
             raise RuntimeError(
-                "cannot resolve an awaitable role override from inside the event loop"
-                " that owns it; await it yourself before reading the attribute"
+                "cannot resolve an awaitable role override bound to the event loop currently"
+                " running in this thread; `await` it yourself before reading the attribute"
             )
         if owner.is_running():
             return asyncio.run_coroutine_threadsafe(_await(value), owner).result()
