@@ -27,6 +27,9 @@ NAMESPACES: dict[PluginType, str] = {
 class RegistrationError(Exception):
     """A plugin that could not be registered; recorded by the registry, never raised by it.
 
+    As TorchX's ``RegistrationError``, ``error`` is the text of the problem (``"Type: message"``
+    for an exception); the exception itself is ``cause`` (and ``__cause__``).
+
     Args:
         module: the module (or entry point ``name = value``) the problem comes from.
         error: the underlying exception or a description of the problem.
@@ -42,17 +45,17 @@ class RegistrationError(Exception):
         plugin_type: PluginType | None = None,
     ) -> None:
         self.module = module
-        self.error = error
+        self.cause: BaseException | None = error if isinstance(error, BaseException) else None
+        self.error: str = f"{type(error).__name__}: {error}" if self.cause else str(error)
         self.name = name
         self.plugin_type = plugin_type
         super().__init__(str(self))
+        self.__cause__ = self.cause
 
     def __str__(self) -> str:
         what = f"plugin `{self.name}` from `{self.module}`" if self.name else f"`{self.module}`"
         kind = f" ({self.plugin_type.value})" if self.plugin_type else ""
-        err = self.error
-        detail = f"{type(err).__name__}: {err}" if isinstance(err, BaseException) else err
-        return f"could not register {what}{kind}: {detail}"
+        return f"could not register {what}{kind}: {self.error}"
 
     def __repr__(self) -> str:
         return (
@@ -66,9 +69,7 @@ class RegistrationError(Exception):
             "module": self.module,
             "name": self.name,
             "plugin_type": self.plugin_type.value if self.plugin_type else None,
-            "error": str(self.error)
-            if not isinstance(self.error, BaseException)
-            else f"{type(self.error).__name__}: {self.error}",
+            "error": self.error,
         }
 
 

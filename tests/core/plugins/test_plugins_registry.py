@@ -106,7 +106,8 @@ def test_import_errors_are_recorded_and_warned_not_raised(site: Path) -> None:
     err = errors[0]
     assert isinstance(err, RegistrationError)
     assert err.module == "torchx_plugins.schedulers.bad"
-    assert isinstance(err.error, ModuleNotFoundError)
+    assert isinstance(err.cause, ModuleNotFoundError)
+    assert err.error.startswith("ModuleNotFoundError: ")  # the text, as TorchX
     assert err.plugin_type is PluginType.SCHEDULER
 
 
