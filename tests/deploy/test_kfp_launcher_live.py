@@ -22,6 +22,7 @@ import os
 import subprocess
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -38,6 +39,7 @@ REPO = Path(__file__).resolve().parents[2]
 MANIFEST = REPO / "deploy" / "kfp-launcher-rbac.yaml"
 IMAGE = "torchx-flow/torch:2.13.0"
 ACCOUNT = "torchx-launcher"
+DATA = "/mnt/torchx"
 
 
 @pytest.fixture(scope="module")
@@ -79,7 +81,7 @@ def launcher_pod(name: str, secret: str, values: dict[str, Any]) -> dict[str, An
         "KUBERNETES_SERVICE_PORT": str(server.port),
     }
     sa_dir = "/var/run/secrets/kubernetes.io/serviceaccount"
-    return {
+    pod: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": name},
@@ -107,6 +109,14 @@ def launcher_pod(name: str, secret: str, values: dict[str, Any]) -> dict[str, An
             ],
         },
     }
+    if values.get("pvc"):  # what kfp-kubernetes' mount_pvc puts in the task's pod
+        pod["spec"]["volumes"].append(
+            {"name": "data", "persistentVolumeClaim": {"claimName": values["pvc"]}}
+        )
+        pod["spec"]["containers"][0]["volumeMounts"].append(
+            {"name": "data", "mountPath": values["pvc_mount_path"]}
+        )
+    return pod
 
 
 def task_values(ns: str, component: str, args: list[str]) -> dict[str, Any]:
@@ -143,16 +153,58 @@ def start(client: Any, ns: str, pod: dict[str, Any]) -> str:
     return str(pod["metadata"]["name"])
 
 
-def test_launcher_pod_runs_ddp_2x1_under_the_rbac_manifest(client: Any) -> None:
-    """In-cluster, as ``torchx-launcher``: submit dist.ddp -j 2x1, stream both replicas, succeed."""
+@contextmanager
+def claim(client: Any, ns: str, host_dir: Path) -> Iterator[str]:
+    """A ReadWriteMany claim in ``ns`` bound to a hostPath volume on ``host_dir`` (one node)."""
+    from kubernetes import client as k8s
+    from kubernetes import utils
+
+    volume = f"{ns}-data"
+    host_dir.chmod(0o777)
+    utils.create_from_dict(
+        client,
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolume",
+            "metadata": {"name": volume},
+            "spec": {
+                "capacity": {"storage": "1Gi"},
+                "accessModes": ["ReadWriteMany"],
+                "storageClassName": "",
+                "hostPath": {"path": str(host_dir)},
+            },
+        },
+    )
+    try:
+        pvc = {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {"name": "data"},
+            "spec": {
+                "accessModes": ["ReadWriteMany"],
+                "storageClassName": "",
+                "volumeName": volume,
+                "resources": {"requests": {"storage": "1Gi"}},
+            },
+        }
+        utils.create_from_dict(client, pvc, namespace=ns)
+        yield "data"
+    finally:
+        k8s.CoreV1Api(client).delete_persistent_volume(volume)
+
+
+def test_launcher_pod_runs_ddp_2x1_under_the_rbac_manifest(client: Any, tmp_path: Path) -> None:
+    """In-cluster, as ``torchx-launcher``: submit dist.ddp -j 2x1, stream both replicas, succeed;
+    the task's claim (``pvc=``) is mounted in the app's pods, which write the checkpoint there."""
     args = ["-j", "2x1", "--cpu", "1", "--memMB", "1024", "--image", IMAGE, "--name", "train"]
     args += ["--script", "/opt/torchx-flow/examples/train.py", "--", "--steps", "5"]
-    args += ["--output-dir", "/tmp/out"]
-    with namespace(client, "tx-kfp-rbac") as ns:
+    args += ["--output-dir", f"{DATA}/out"]
+    data = tmp_path / "data"
+    data.mkdir()
+    with namespace(client, "tx-kfp-rbac") as ns, claim(client, ns, data) as pvc:
         secret = apply_rbac(client, ns)
-        name = start(
-            client, ns, launcher_pod("launcher", secret, task_values(ns, "dist.ddp", args))
-        )
+        values = {**task_values(ns, "dist.ddp", args), "pvc": pvc, "pvc_mount_path": DATA}
+        name = start(client, ns, launcher_pod("launcher", secret, values))
         ended = wait_until(
             "the launcher pod to end",
             lambda: phase(client, ns, name) in ("Succeeded", "Failed") and phase(client, ns, name),
@@ -165,6 +217,8 @@ def test_launcher_pod_runs_ddp_2x1_under_the_rbac_manifest(client: Any) -> None:
         assert "[train/1] [0]:worker 1/2 ready" in log, log
         assert "training on 2 workers, 5 steps" in log, log
         assert "SUCCEEDED" in log, log
+        app_name = log.split("launched TorchX app ", 1)[1].split()[0].rsplit(":", 1)[1]
+        assert list((data / "out").glob(f"*{app_name}/model.pt")), log  # via the claim
 
 
 def _container(ns: str, pod: str) -> str:
