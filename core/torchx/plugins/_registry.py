@@ -273,14 +273,30 @@ class PluginRegistry:
             plugin_type: the plugin type.
 
         Returns:
-            A new dict: namespace plugins, then entry points (entry points win on conflicts).
+            The cached dict (as TorchX; do not modify it): namespace plugins, then entry points
+            (entry points win on conflicts).
         """
-        return dict(self._load(plugin_type).factories)
+        return self._load(plugin_type).factories
 
     def info(
         self, plugin_type: PluginType | None = None
+    ) -> dict[str, Factory] | dict[PluginType, dict[str, Factory]]:
+        """Returns the discovered plugins (as TorchX: copies, discovering every type if needed).
+
+        Args:
+            plugin_type: one type, or None for every type.
+
+        Returns:
+            ``{name: factory}`` for one type, else ``{PluginType: {name: factory}}``.
+        """
+        if plugin_type is not None:
+            return dict(self._load(plugin_type).factories)
+        return {t: dict(self._load(t).factories) for t in PluginType}
+
+    def sources(
+        self, plugin_type: PluginType | None = None
     ) -> dict[str, PluginInfo] | dict[PluginType, dict[str, PluginInfo]]:
-        """Describes where each plugin comes from.
+        """Describes where each plugin comes from (namespace module or entry point).
 
         Args:
             plugin_type: one type, or None for every type.

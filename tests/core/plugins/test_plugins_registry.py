@@ -60,7 +60,8 @@ def test_namespace_plugins_are_collected_recursively(site: Path) -> None:
     assert sorted(factories) == ["alpha", "beta", "gamma"]
     assert factories["gamma"]("s") == ("gamma", "s")
     assert registry().load_errors(PluginType.SCHEDULER) == []
-    info = registry().info(PluginType.SCHEDULER)
+    info = registry().sources(PluginType.SCHEDULER)
+    assert registry().info(PluginType.SCHEDULER)["beta"] is factories["beta"]
     assert info["beta"].source == "namespace"
     assert info["beta"].module == "torchx_plugins.schedulers.sub.b"
     assert info["beta"].target == "torchx_plugins.schedulers.sub.b:beta"
@@ -137,7 +138,7 @@ def test_entry_points_are_deferred_and_win_over_namespace(site: Path) -> None:
         factories = registry().get(PluginType.SCHEDULER)
     assert "plg_ep_mod" not in sys.modules  # not imported until used
     assert factories["alpha"]("sess") == ("ep", "sess")
-    info = registry().info(PluginType.SCHEDULER)
+    info = registry().sources(PluginType.SCHEDULER)
     assert info["alpha"].source == "entry_point"
     assert info["alpha"].target == "plg_ep_mod:make"
     [err] = registry().load_errors(PluginType.SCHEDULER)
@@ -212,7 +213,7 @@ def test_plugins_source_invalid(site: Path, monkeypatch: pytest.MonkeyPatch, val
 
 def test_project_tracker_entry_point_is_visible(site: Path) -> None:
     # torchx-flow itself declares [torchx.tracker] fsspec
-    info = registry().info(PluginType.TRACKER)
+    info = registry().sources(PluginType.TRACKER)
     assert info["fsspec"].target == "torchx.tracker.backend.fsspec:create"
 
 
@@ -232,6 +233,11 @@ def test_to_dict_and_str(site: Path) -> None:
     assert yaml.safe_load(str(registry())) == d
     all_info = registry().info()
     assert set(all_info) == set(PluginType)
+    assert all_info[PluginType.SCHEDULER]["alpha"] is registry().get(PluginType.SCHEDULER)["alpha"]
+    assert set(registry().sources()) == set(PluginType)
+    # as TorchX: get() is the cached dict, info() a copy
+    assert registry().get(PluginType.SCHEDULER) is registry().get(PluginType.SCHEDULER)
+    assert registry().info(PluginType.SCHEDULER) is not registry().get(PluginType.SCHEDULER)
 
 
 def test_explicit_source_argument(site: Path) -> None:
