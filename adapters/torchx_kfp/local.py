@@ -1,9 +1,11 @@
 """Run compiled pipelines locally with ``kfp.local``: a DockerRunner that uses this venv.
 
-Container steps need Python and torchx-flow inside their image. For local runs the image
-``torchx-flow/python:3.11`` (built by ``scripts/infra/up.sh``) gets this interpreter's venv,
+Container steps need Python and torchx-flow inside their image. For local runs the task's
+image (a Debian Python 3.11 image such as ``torchx-flow/torch:2.13.0`` or
+``torchx-flow/python:3.11``, built by ``scripts/infra/up.sh``) gets this interpreter's venv,
 its base Python installation and the given project directories bind-mounted read-only at
-the same paths, and ``PATH`` starting with the venv's ``bin``; no network, nothing pulled.
+the same paths, and ``PATH`` starting with the venv's ``bin`` (so the steps run this checkout);
+no network, nothing pulled.
 
 :func:`collect_output_artifacts` makes kfp.local pass a container task's output artifacts on
 as the KFP backend does (the backend's launcher uploads every declared output artifact from

@@ -1,9 +1,10 @@
 """The example pipelines run end to end under kfp.local.
 
 Container steps run under ``DockerRunner`` on the local Docker engine (this venv mounted into
-``torchx-flow/python:3.11``); launcher steps run under ``SubprocessRunner`` and submit their
-apps to ``local_cwd``. Outputs asserted: the checkpoint, the metrics file and the tracker
-lineage prepare -> train -> evaluate.
+the pipeline's image, ``torchx-flow/torch:2.13.0``), passing the dataset, model and metrics as
+KFP artifacts; launcher steps run under ``SubprocessRunner`` and submit their apps to
+``local_cwd``. Outputs asserted: the checkpoint, the metrics and the tracker lineage
+prepare -> train -> evaluate.
 """
 
 import importlib.util
