@@ -38,6 +38,7 @@ def failure_message(
     tails: Optional[dict[str, list[str]]] = None,
     *,
     deadline_expired: bool = False,
+    startup_reason: str = "",
 ) -> str:
     """Returns the message the task fails with: core's ``torchx.runner.follow`` message.
 
@@ -46,7 +47,13 @@ def failure_message(
     """
     from torchx.runner.follow import failure_message as core_message
 
-    message = core_message(app_handle, status, tails, deadline_expired=deadline_expired)
+    message = core_message(
+        app_handle,
+        status,
+        tails,
+        deadline_expired=deadline_expired,
+        startup_reason=startup_reason,
+    )
     if status is None:
         message = f"{message}; clear the task to launch it again"
     return message

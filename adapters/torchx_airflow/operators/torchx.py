@@ -383,7 +383,11 @@ class TorchXOperator(BaseOperator):
                 if key != "app_handle" or not self._handle_pushed:
                     self._push(context, key, xcom[key])
             message = failure_message(
-                handle, status, result.tails, deadline_expired=result.deadline_expired
+                handle,
+                status,
+                result.tails,
+                deadline_expired=result.deadline_expired,
+                startup_reason=result.startup_reason,
             )
             raise TorchXAppError(message, handle, status)
         self.log.info("TorchX app %s SUCCEEDED", handle)

@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 from typing import Any
 
@@ -113,3 +114,35 @@ def test_connection_kube_extras_are_checked() -> None:
     with pytest.raises(ValueError, match="set one of `kubeconfig` \\(the text\\) or"):
         TorchXSettings.from_extras({"kubeconfig": "x", "kubeconfig_path": "/y"}, "c")
     assert s.override(scheduler="kubernetes").kube == s.kube
+
+
+@pytest.mark.k8s
+def test_startup_timeout_fails_the_task_with_the_reason_and_cancels_the_app(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    from _k8s_live import api_client, leftovers, namespace
+
+    kubeconfig = Path(os.environ["KUBECONFIG"]).read_text()
+    body = """
+    with DAG("conn", schedule=None, start_date=datetime(2024, 1, 1)):
+        TorchXOperator(
+            task_id="stuck",
+            component="utils.echo",
+            component_args={"msg": "never", "image": "torchx-flow/no-such-image:latest"},
+            scheduler="kubernetes",
+            startup_timeout=8,
+        )
+    """
+    client = api_client()
+    with namespace(client) as ns:
+        extra = {"kubeconfig": kubeconfig, "scheduler_cfg": {"namespace": ns, "mode": "plain"}}
+        summary, output = run_dag(tmp_path, tmp_path_factory, body, extra)
+        task = summary["tasks"]["stuck"]
+        assert task["state"] == "failed", output[-3000:]
+        assert "ImagePull" in output or "ErrImage" in output, output[-3000:]
+        assert task["xcom"]["state"] == "CANCELLED"
+        app_name = task["xcom"]["app_id"].partition(":")[2]
+        deadline = time.monotonic() + 60  # the cancelled app's pod goes
+        while leftovers(client, ns, app_name).get("pods") and time.monotonic() < deadline:
+            time.sleep(1)
+        assert not leftovers(client, ns, app_name).get("pods")

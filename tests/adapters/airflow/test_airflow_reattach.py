@@ -415,3 +415,34 @@ def test_do_xcom_push_false_pushes_nothing_even_on_failure(
     assert summary["tasks"]["ok"]["state"] == "success"
     assert summary["tasks"]["bad"]["state"] == "failed"
     assert summary["tasks"]["ok"]["xcom"] == {} and summary["tasks"]["bad"]["xcom"] == {}
+
+
+@pytest.mark.docker
+def test_on_finish_action_delete_removes_the_app_once_the_task_is_done(
+    airflow_env: dict[str, str], runner: Any, tmp_path: Path
+) -> None:
+    env = {**airflow_env, "DOCKER_HOST": os.environ["DOCKER_HOST"]}
+    dag_file = write_dag(
+        env,
+        f"""
+        with DAG("deleted", schedule=None, start_date=datetime(2024, 1, 1)):
+            args = ["--image", "{BUSYBOX}", "sleep", "1"]
+            TorchXOperator(
+                task_id="ok", component="utils.sh", component_args=args,
+                scheduler="local_docker", on_finish_action="delete",
+            )
+            TorchXOperator(
+                task_id="kept", component="utils.sh", component_args=args,
+                scheduler="local_docker",
+            )
+        """,
+    )
+    summary, output = run(env, argv(dag_file, "deleted"), tmp_path / "run.log")
+    ok = summary["tasks"]["ok"]["xcom"]["return_value"]
+    kept = summary["tasks"]["kept"]["xcom"]["return_value"]
+    try:
+        assert ok["state"] == kept["state"] == "SUCCEEDED", output[-3000:]
+        assert runner.status(ok["app_handle"]) is None  # its containers and network are gone
+        assert runner.status(kept["app_handle"]) is not None
+    finally:
+        runner.delete(kept["app_handle"])
