@@ -40,6 +40,7 @@ MANIFEST = REPO / "deploy" / "kfp-launcher-rbac.yaml"
 IMAGE = "torchx-flow/torch:2.13.0"
 ACCOUNT = "torchx-launcher"
 DATA = "/mnt/torchx"
+TRACKER_SECRET = "tracker-creds"
 
 
 @pytest.fixture(scope="module")
@@ -109,6 +110,9 @@ def launcher_pod(name: str, secret: str, values: dict[str, Any]) -> dict[str, An
             ],
         },
     }
+    for var in values.get("secret_env", []):  # what use_secret_as_env puts in the task's pod
+        ref = {"secretKeyRef": {"name": TRACKER_SECRET, "key": var.lower()}}
+        pod["spec"]["containers"][0]["env"].append({"name": var, "valueFrom": ref})
     if values.get("pvc"):  # what kfp-kubernetes' mount_pvc puts in the task's pod
         pod["spec"]["volumes"].append(
             {"name": "data", "persistentVolumeClaim": {"claimName": values["pvc"]}}
@@ -236,22 +240,32 @@ def _container(ns: str, pod: str) -> str:
 
 @pytest.mark.docker
 def test_docker_stop_of_the_launcher_cancels_its_app(client: Any) -> None:
-    """SIGTERM to the launcher container's PID 1 (the kubelet's way) cancels the app."""
+    """SIGTERM to the launcher container's PID 1 (the kubelet's way) cancels the app.
+
+    The launcher's env holds a secret's key (``secrets=``); both replicas print it (waited
+    for before the stop): the launcher passed it on to the app.
+    """
+    from kubernetes import client as k8s
+
     from torchx.schedulers.kubernetes_scheduler import create_scheduler
 
     args = ["--image", IMAGE, "--num_replicas", "2", "--cpu", "1", "--memMB", "1024"]
-    args += ["sleep", "600"]
+    args += ["sh", "-c", 'echo "token=$TX_TOKEN"; exec sleep 600']
     with namespace(client, "tx-kfp-cancel") as ns:
         secret = apply_rbac(client, ns)
-        name = start(
-            client, ns, launcher_pod("launcher", secret, task_values(ns, "utils.sh", args))
-        )
+        body = k8s.V1Secret(metadata=k8s.V1ObjectMeta(name=TRACKER_SECRET))
+        body.string_data = {"tx_token": "s3cret-value"}
+        k8s.CoreV1Api(client).create_namespaced_secret(ns, body)
+        values = {**task_values(ns, "utils.sh", args), "secret_env": ["TX_TOKEN"]}
+        name = start(client, ns, launcher_pod("launcher", secret, values))
         sched = create_scheduler("test", client=client)
 
         def running_app() -> str:
             log = pod_log(client, ns, name) if phase(client, ns, name) != "Pending" else ""
             lines = [x for x in log.splitlines() if x.startswith("launched TorchX app ")]
-            if not lines:
+            # both replicas run (and have printed the secret's value, streamed by the launcher)
+            tokens = all(f"[sh/{i}] token=s3cret-value" in log for i in (0, 1))
+            if not lines or not tokens:
                 return ""
             app_id = lines[0].split()[-1].rsplit("/", 1)[-1]
             desc = sched.describe(app_id)
