@@ -11,6 +11,7 @@ from torchx_airflow._reattach import AppSlot, Decision, decide, other_host_messa
 if TYPE_CHECKING:
     from torchx.runner.api import Runner
     from torchx.specs.api import AppStatus
+    from torchx_airflow._settings import TorchXSettings
 
 __all__ = ["Earlier", "find_earlier", "labelled"]
 
@@ -19,14 +20,21 @@ Earlier = tuple[Optional[str], Optional["AppStatus"]]
 
 
 def _by_labels(
-    runner: Runner, scheduler: str, labels: Mapping[str, str], processed: list[str], log: Any
+    runner: Runner,
+    settings: TorchXSettings,
+    scheduler: str,
+    labels: Mapping[str, str],
+    processed: list[str],
+    log: Any,
 ) -> Optional[str]:
     """The newest unprocessed app carrying ``labels``; a live one before an ended one."""
     from torchx.runner.labels import find_apps, supports_labels
+    from torchx_airflow._deferred import routing_cfg
 
     if not labels or not supports_labels(runner, scheduler):
         return None
-    found = [a for a in find_apps(runner, scheduler, labels) if a.app_handle not in processed]
+    cfg = routing_cfg(runner, settings, scheduler)  # e.g. the namespace the app went to
+    found = [a for a in find_apps(runner, scheduler, labels, cfg) if a.app_handle not in processed]
     if not found:
         return None
     live = [a for a in found if a.state.name not in ("SUCCEEDED", "FAILED", "CANCELLED")]
@@ -40,6 +48,7 @@ def _by_labels(
 
 def find_earlier(
     runner: Runner,
+    settings: TorchXSettings,
     scheduler: str,
     slot: AppSlot,
     labels: Mapping[str, str],
@@ -74,7 +83,7 @@ def find_earlier(
             slot.mark_processed(handle)
             handle = None
     if handle is None and not slot.first_try:
-        handle = _by_labels(runner, scheduler, labels, record.processed, log)
+        handle = _by_labels(runner, settings, scheduler, labels, record.processed, log)
     if handle is None:
         return None, None
     status = runner.status(handle)

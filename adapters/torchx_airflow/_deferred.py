@@ -23,7 +23,15 @@ if TYPE_CHECKING:
     from torchx_airflow.operators.torchx import TorchXOperator
     from torchx_airflow.version_compat import Context
 
-__all__ = ["DUMP_LIMIT", "complete", "dryrun", "launch_cfg", "maybe_defer", "stop_deferred_app"]
+__all__ = [
+    "DUMP_LIMIT",
+    "complete",
+    "dryrun",
+    "launch_cfg",
+    "maybe_defer",
+    "routing_cfg",
+    "stop_deferred_app",
+]
 
 DUMP_LIMIT = 2000  # the last log lines per replica copied after a deferred wait
 
@@ -47,6 +55,16 @@ def launch_cfg(runner: Runner, settings: TorchXSettings, scheduler: str) -> dict
         mine = mine.split(";") if isinstance(mine, str) else list(mine)
         out["env_drop"] = [*AIRFLOW_SECRET_ENV, *mine]
     return out
+
+
+def routing_cfg(runner: Runner, settings: TorchXSettings, scheduler: str) -> dict[str, Any]:
+    """The run options the app was launched with, ``[<scheduler>]`` defaults filled in.
+
+    What ``Scheduler.list`` needs to look where the app went (a Kubernetes namespace).
+    """
+    cfg = launch_cfg(runner, settings, scheduler)
+    runner.config.apply_run_opts(scheduler, cfg, runner.scheduler_run_opts(scheduler))
+    return cfg
 
 
 def dryrun(runner: Runner, settings: TorchXSettings, request: LaunchRequest) -> AppDryRunInfo[Any]:

@@ -212,7 +212,7 @@ class TorchXOperator(BaseOperator):
             slot = AppSlot(store, self.log, first_try)
             labels = task_labels(context) if self.durable else {}
             handle, status = find_earlier(
-                runner, scheduler, slot, labels, self.on_other_host, self.log
+                runner, settings, scheduler, slot, labels, self.on_other_host, self.log
             )
             app = runner.describe(handle) if handle is not None else None
             launched = handle is None

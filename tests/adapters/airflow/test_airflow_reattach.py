@@ -446,3 +446,47 @@ def test_on_finish_action_delete_removes_the_app_once_the_task_is_done(
         assert runner.status(kept["app_handle"]) is not None
     finally:
         runner.delete(kept["app_handle"])
+
+
+K8S_DAG = """
+with DAG("crash_k8s", schedule=None, start_date=datetime(2024, 1, 1)):
+    TorchXOperator(
+        task_id="job",
+        component="utils.sh",
+        component_args=["--image", "torchx-flow/python:3.11", "sh", "-c", "sleep 20; echo done"],
+        scheduler="kubernetes",
+        retries=2,
+    )
+"""
+
+
+@pytest.mark.k8s
+def test_kill_9_before_the_store_write_leaves_one_kubernetes_app_in_the_connections_namespace(
+    airflow_env: dict[str, str], runner: Any, tmp_path: Path
+) -> None:
+    from _k8s_live import api_client, namespace
+
+    from torchx.runner.labels import find_apps
+
+    kubeconfig = Path(os.environ["KUBECONFIG"]).read_text()
+    with namespace(api_client()) as ns:
+        cfg = {"namespace": ns, "mode": "plain"}
+        extra = {"kubeconfig": kubeconfig, "scheduler_cfg": cfg}
+        connection = json.dumps({"conn_type": "torchx", "extra": extra})
+        env = {**airflow_env, "AIRFLOW_CONN_TORCHX_DEFAULT": connection}
+        env.pop("KUBECONFIG", None)  # the app's namespace is known from the connection only
+        dag_file = write_dag(env, K8S_DAG)
+
+        def apps() -> list[Any]:
+            return find_apps(runner, "kubernetes", {"airflow-dag-id": "crash_k8s"}, cfg)
+
+        kill_9_when(argv(dag_file, "crash_k8s"), env, tmp_path / "first.log", apps)
+        (app,) = apps()
+        with state_store(env) as db:  # as if the worker died before writing the handle
+            db.execute("DELETE FROM task_state_store")
+        summary, output = run(env, argv(dag_file, "crash_k8s", "job"), tmp_path / "retry.log")
+        task = summary["tasks"]["job"]
+        assert task["state"] == "success", output[-3000:]
+        assert "by its labels" in output and "-> reattach" in output
+        assert task["xcom"]["return_value"]["app_handle"] == app.app_handle
+        assert len(apps()) == 1
