@@ -62,7 +62,8 @@ def TORCHX_HOME(*subdir_paths: str) -> Path:
     """
     from pathlib import Path  # not at import: pathlib (urllib, ipaddress) is ~4 ms
 
-    root = Path(os.environ.get("TORCHX_HOME") or "~/.torchx").expanduser()
+    env = os.environ.get("TORCHX_HOME")
+    root = Path(env).expanduser() if env else Path.home() / ".torchx"
     path = root.joinpath(*subdir_paths)
     if not path.is_dir():  # one system call when it exists (a launch asks several times)
         path.mkdir(parents=True, exist_ok=True)

@@ -296,3 +296,11 @@ def test_role_deepcopy_shares_overrides_and_copies_the_rest() -> None:
     assert app_copy == app
     assert app_copy.roles[0].overrides is overrides
     assert app_copy.roles[0].args is not app.roles[0].args
+
+
+def test_torchx_home_default_is_path_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # as TorchX: the default follows pathlib.Path.home() (code patches it in tests)
+    monkeypatch.delenv("TORCHX_HOME", raising=False)
+    monkeypatch.setattr(Path, "home", classmethod(lambda cls: tmp_path / "sally"))
+    assert TORCHX_HOME() == tmp_path / "sally" / ".torchx"
+    assert (tmp_path / "sally" / ".torchx").is_dir()
