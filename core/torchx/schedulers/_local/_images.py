@@ -5,9 +5,12 @@ from __future__ import annotations
 import abc
 import os
 from collections.abc import Mapping
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from torchx.specs.api import Role
+
+if TYPE_CHECKING:
+    from torchx.schedulers._local._request import ReplicaParam
 
 __all__ = ["CWDImageProvider", "ImageProvider", "LocalDirectoryImageProvider"]
 
@@ -34,6 +37,37 @@ class ImageProvider(abc.ABC):
     def get_entrypoint(self, img_root: str, role: Role) -> str:
         """Return the command replicas of ``role`` execute."""
         return role.entrypoint
+
+    def get_replica_param(
+        self,
+        img_root: str,
+        role: Role,
+        stdout: Optional[str] = None,
+        stderr: Optional[str] = None,
+        combined: Optional[str] = None,
+    ) -> ReplicaParam:
+        """Returns how to start a replica of ``role`` (TorchX's provider API).
+
+        Args:
+            img_root: ``fetch(role.image)``, fetched once per role.
+            role: the (macro-substituted) role.
+            stdout: the replica's stdout file, if any.
+            stderr: the replica's stderr file, if any.
+            combined: the replica's combined stdout+stderr file, if any.
+
+        Returns:
+            The entrypoint and args, the role's env, the log files and ``get_cwd(role.image)``.
+        """
+        from torchx.schedulers._local._request import ReplicaParam
+
+        return ReplicaParam(
+            [self.get_entrypoint(img_root, role), *role.args],
+            dict(role.env),
+            stdout,
+            stderr,
+            combined,
+            self.get_cwd(role.image),
+        )
 
 
 class CWDImageProvider(ImageProvider):
@@ -98,5 +132,10 @@ class LocalDirectoryImageProvider(ImageProvider):
         return image
 
     def get_entrypoint(self, img_root: str, role: Role) -> str:
-        """Return the entrypoint resolved inside the image directory."""
-        return os.path.join(img_root, role.entrypoint)
+        """Return the entrypoint resolved inside the image directory when it is there.
+
+        Otherwise the entrypoint as given (e.g. ``python``), found on ``PATH`` (which starts
+        with the image directory) as TorchX does.
+        """
+        inside = os.path.join(img_root, role.entrypoint)
+        return inside if os.path.exists(inside) else role.entrypoint

@@ -130,7 +130,10 @@ def test_image_providers(tmp_path: Path) -> None:
     role = Role("r", str(tmp_path), entrypoint="run.sh")
     provider = LocalDirectoryImageProvider({})
     assert provider.fetch(str(tmp_path)) == str(tmp_path)
+    (tmp_path / "run.sh").write_text("#!/bin/sh\n")
     assert provider.get_entrypoint(str(tmp_path), role) == str(tmp_path / "run.sh")
+    # not in the image directory: as given, found on PATH (e.g. `python`)
+    assert provider.get_entrypoint(str(tmp_path), Role("r", "i", entrypoint="python")) == "python"
     with pytest.raises(ValueError, match="Invalid image name: /nope, does not exist"):
         provider.fetch("/nope")
     assert CWDImageProvider({}).fetch("anything") == os.getcwd()
@@ -144,3 +147,15 @@ def test_module_names_for_compat() -> None:
         assert hasattr(ls, name)
     exc = ls.SignalException("Process 1 got signal: 15", ls.signal.SIGTERM)
     assert exc.sigval == ls.signal.SIGTERM and str(exc) == "Process 1 got signal: 15"
+
+
+def test_image_providers_give_replica_params(tmp_path: Path) -> None:
+    from torchx.schedulers.local_scheduler import CWDImageProvider, LocalDirectoryImageProvider
+
+    role = Role(name="r", image=str(tmp_path), entrypoint="a", args=["b", "c"], env={"K": "v"})
+    local = LocalDirectoryImageProvider(cfg={})
+    param = local.get_replica_param(local.fetch(role.image), role, combined="/x/combined.log")
+    assert (param.args, param.env, param.cwd) == (["a", "b", "c"], {"K": "v"}, str(tmp_path))
+    assert (param.stdout, param.stderr, param.combined) == (None, None, "/x/combined.log")
+    cwd = CWDImageProvider(cfg={})
+    assert cwd.get_replica_param(cwd.fetch("ignored"), role).cwd == os.getcwd()
