@@ -5,14 +5,31 @@ from __future__ import annotations
 import abc
 import os
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Optional
+from dataclasses import dataclass
+from typing import Any, Optional
 
 from torchx.specs.api import Role
 
-if TYPE_CHECKING:
-    from torchx.schedulers._local._request import ReplicaParam
+__all__ = ["CWDImageProvider", "ImageProvider", "LocalDirectoryImageProvider", "ReplicaParam"]
 
-__all__ = ["CWDImageProvider", "ImageProvider", "LocalDirectoryImageProvider"]
+
+@dataclass
+class ReplicaParam:
+    """How to start one replica: argv, environment, log files and working dir.
+
+    ``env`` holds only what the AppDef and torchx set: the replica starts with the
+    launcher's environment updated by ``env`` (whose ``PATH`` goes before the inherited
+    ``PATH``), so nothing inherited (tokens, passwords) is written to ``request.json`` or
+    printed by a dry run.
+    """
+
+    args: list[str]
+    env: dict[str, str]
+    stdout: Optional[str] = None
+    stderr: Optional[str] = None
+    combined: Optional[str] = None
+    cwd: Optional[str] = None
+    error_file: Optional[str] = None
 
 
 class ImageProvider(abc.ABC):
@@ -58,8 +75,6 @@ class ImageProvider(abc.ABC):
         Returns:
             The entrypoint and args, the role's env, the log files and ``get_cwd(role.image)``.
         """
-        from torchx.schedulers._local._request import ReplicaParam
-
         return ReplicaParam(
             [self.get_entrypoint(img_root, role), *role.args],
             dict(role.env),

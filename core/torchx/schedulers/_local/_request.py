@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from torchx.schedulers._local._images import ImageProvider
+from torchx.schedulers._local._images import ImageProvider, ReplicaParam
 from torchx.schedulers._local._protocol import MARKER_ENV
 from torchx.specs.api import AppDef, Role, macros
 
@@ -28,25 +28,6 @@ __all__ = [
 logger: logging.Logger = logging.getLogger("torchx.schedulers.local_scheduler")
 
 ENV_CUDA_VISIBLE_DEVICES = "CUDA_VISIBLE_DEVICES"
-
-
-@dataclass
-class ReplicaParam:
-    """How to start one replica: argv, environment, log files and working dir.
-
-    ``env`` holds only what the AppDef and torchx set: the replica starts with the
-    launcher's environment updated by ``env`` (whose ``PATH`` goes before the inherited
-    ``PATH``), so nothing inherited (tokens, passwords) is written to ``request.json`` or
-    printed by a dry run.
-    """
-
-    args: list[str]
-    env: dict[str, str]
-    stdout: Optional[str] = None
-    stderr: Optional[str] = None
-    combined: Optional[str] = None
-    cwd: Optional[str] = None
-    error_file: Optional[str] = None
 
 
 @dataclass
