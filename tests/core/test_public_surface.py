@@ -187,6 +187,7 @@ SURFACE: dict[str, str] = {
     ),
 }
 
+
 def _available(module: str) -> bool:
     try:
         importlib.import_module(module)
