@@ -1,0 +1,289 @@
+"""Launch-path figures of issue 22 item 2, side by side with TorchX 0.7.0 (a table).
+
+Rows (wall time, median over ``BENCH_REPEAT`` rounds, default 9, with the spread min-max):
+
+* ``python -c pass`` of each interpreter, and ``torchx --help`` as a ratio of it (goal <= 1.5x);
+* ``torchx run -s local_cwd utils.sh echo hi`` end to end (goal <= 100 ms);
+* the API: ``get_runner()``, ``run`` of one ``python -c pass`` replica on local_cwd and ``wait``
+  (``wait_interval=0.01`` for both packages; TorchX polls), next to a bare ``Popen`` + ``wait``
+  in the same process (goal <= 25 ms);
+* ``dags/torchx_training.py`` parse time next to an empty DAG file, in an interpreter that has
+  already imported ``airflow.sdk`` (goal <= 2x; TorchX has no equivalent);
+* with the local cluster (``--k8s``; needs ``scripts/infra``): ``torchx run -s kubernetes
+  --wait utils.echo`` (plain mode) next to a Python script that imports the kubernetes client,
+  creates a raw ``batch/v1`` Job running ``echo`` and polls it every 0.1 s until it succeeded
+  (goal: within 0.5 s of it); both in the namespace ``default``, deleted at the end; and
+  the API (``Runner.run`` + ``wait(wait_interval=0.1)`` in a warm process). TorchX 0.7.0 has no
+  plain mode (it needs Volcano), so it has no figure there.
+
+Variants run interleaved (ours, TorchX, ours, ...) so both see the same load. ``--before DIR``
+adds a column for another tree of this project (``git archive <rev> core adapters dags examples
+| tar -x -C DIR``) run from the same venv with ``DIR/core:DIR/adapters`` first on
+``PYTHONPATH``; ours then gets the checkout's ``core:adapters`` the same way. Byte-code is
+written (``PYTHONDONTWRITEBYTECODE`` is dropped), as for a user.
+
+TorchX 0.7.0 runs from the throwaway venv of ``bench_kubernetes.py`` (``BENCH_NO_TORCHX=1``
+skips it). Run: ``.venv/bin/python bench/bench_launch.py [--k8s] [--before DIR]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+REPEAT = int(os.environ.get("BENCH_REPEAT", "9"))
+IMAGE = "torchx-flow/python:3.11"
+EMPTY_DAG = """
+from datetime import datetime
+from airflow.sdk import DAG
+
+with DAG("empty", schedule=None, start_date=datetime(2024, 1, 1)):
+    pass
+"""
+PARSE = """
+import runpy, sys, time
+import airflow.sdk  # already paid by the DAG processor
+t0 = time.perf_counter()
+runpy.run_path(sys.argv[1])
+print(time.perf_counter() - t0)
+"""
+RAW_JOB = """
+import sys, time, uuid
+t0 = time.perf_counter()
+from kubernetes import client, config
+api = config.new_client_from_config(config_file=sys.argv[1])
+batch = client.BatchV1Api(api)
+name = "raw-" + uuid.uuid4().hex[:8]
+c = client.V1Container(name="echo", image=sys.argv[3], command=["echo", "hello"])
+spec = client.V1PodSpec(containers=[c], restart_policy="Never")
+job = client.V1Job(metadata=client.V1ObjectMeta(name=name), spec=client.V1JobSpec(
+    backoff_limit=0, template=client.V1PodTemplateSpec(spec=spec)))
+batch.create_namespaced_job(sys.argv[2], job)
+while not (batch.read_namespaced_job_status(name, sys.argv[2]).status.succeeded or 0):
+    time.sleep(0.1)
+print(time.perf_counter() - t0)
+"""
+
+Variant = tuple[str, str, dict[str, str]]  # (column, python, env)
+
+
+def api_worker(rounds: int, k8s: str) -> None:
+    """In the measured interpreter: one-replica launches (and with ``k8s`` a kubernetes one)."""
+    from torchx.runner import get_runner
+    from torchx.specs import AppDef, Resource, Role
+
+    role = Role("r", "", entrypoint=sys.executable, args=["-c", "pass"])
+    role.resource = Resource(cpu=1, gpu=0, memMB=64)
+    app = AppDef("bench", [role])
+    out: dict[str, list[float]] = {"api": [], "bare": [], "k8s": []}
+    for i in range(rounds + 1):  # the first round warms imports and caches
+        start = time.perf_counter()
+        subprocess.Popen([sys.executable, "-c", "pass"]).wait()
+        bare = time.perf_counter() - start
+        start = time.perf_counter()
+        with get_runner() as runner:
+            status = runner.wait(runner.run(app, "local_cwd"), wait_interval=0.01)
+            assert status is not None and status.state.name == "SUCCEEDED", status
+        if i:
+            out["api"].append(time.perf_counter() - start)
+            out["bare"].append(bare)
+    if k8s:
+        cfg = {"mode": "plain", "namespace": k8s, "validate_spec": False}
+        with get_runner() as runner:
+            for i in range(rounds + 1):
+                start = time.perf_counter()
+                handle = runner.run_component(
+                    "utils.echo", ["--image", IMAGE], "kubernetes", cfg=cfg, workspace=None
+                )
+                status = runner.wait(handle, wait_interval=0.1)
+                assert status is not None and status.state.name == "SUCCEEDED", status
+                if i:
+                    out["k8s"].append(time.perf_counter() - start)
+    print(json.dumps(out))
+
+
+def wall(argv: list[str], env: dict[str, str], cwd: str) -> float:
+    start = time.perf_counter()
+    subprocess.run(argv, env=env, cwd=cwd, check=True, capture_output=True)
+    return time.perf_counter() - start
+
+
+def printed(argv: list[str], env: dict[str, str], cwd: str) -> float:
+    out = subprocess.run(argv, env=env, cwd=cwd, check=True, capture_output=True, text=True)
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def interleave(variants: list[Variant], fn: Callable[[Variant], float]) -> dict[str, list[float]]:
+    samples: dict[str, list[float]] = {v[0]: [] for v in variants}
+    for v in variants:  # warm-up (byte-code, caches)
+        fn(v)
+    for _ in range(REPEAT):
+        for v in variants:
+            samples[v[0]].append(fn(v))
+    return samples
+
+
+def fmt(samples: list[float] | None, unit: float = 1000) -> str:
+    if not samples:
+        return "-"
+    med = statistics.median(samples)
+    suffix = "ms" if unit == 1000 else "s"
+    return f"{med * unit:.1f} {suffix} ({min(samples) * unit:.0f}-{max(samples) * unit:.0f})"
+
+
+def envs(args: argparse.Namespace, home: str) -> list[Variant]:
+    base = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "TORCHXCONFIG")}
+    base.pop("PYTHONDONTWRITEBYTECODE", None)
+    base.update(TORCHX_HOME=home, HOME=home, AIRFLOW_HOME=f"{home}/airflow")
+    ours = dict(base)
+    out: list[Variant] = []
+    if args.before:
+        ours["PYTHONPATH"] = f"{REPO}/core:{REPO}/adapters"
+        before = dict(base, PYTHONPATH=f"{args.before}/core:{args.before}/adapters")
+        out.append(("before", sys.executable, before))
+    out.insert(0, ("torchx-flow", sys.executable, ours))
+    sys.path.insert(0, str(Path(__file__).parent))
+    from bench_kubernetes import torchx_python
+
+    theirs, why = torchx_python()
+    if theirs:
+        out.append(("TorchX 0.7.0", theirs, dict(base)))
+    else:
+        print(f"(no TorchX 0.7.0 column: {why})")
+    return out
+
+
+def torchx_bin(python: str) -> str:
+    return str(Path(python).parent / "torchx")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--k8s", action="store_true", help="also the local cluster's figures")
+    parser.add_argument("--before", help="another tree of this project, for a before column")
+    args = parser.parse_args()
+    from tabulate import tabulate
+
+    with tempfile.TemporaryDirectory(prefix="bench_launch_") as home:
+        variants = envs(args, home)
+        ours = [v for v in variants if v[0] != "TorchX 0.7.0"]
+        cols = [v[0] for v in variants]
+        rows: list[list[str]] = []
+
+        def add(label: str, found: dict[str, list[float]], goal: str, unit: float = 1000) -> None:
+            rows.append([label, *(fmt(found.get(c), unit) for c in cols), goal])
+
+        py = interleave(variants, lambda v: wall([v[1], "-c", "pass"], v[2], home))
+        add("python -c pass", py, "")
+        helped = interleave(variants, lambda v: wall([torchx_bin(v[1]), "--help"], v[2], home))
+        add("torchx --help", helped, "<= 1.5x python")
+        ratio = {
+            c: [statistics.median(helped[c]) / statistics.median(py[c])] for c in cols if py[c]
+        }
+        rows.append(["  ratio to python", *(f"{ratio[c][0]:.2f}x" for c in cols), ""])
+        run = ["run", "-s", "local_cwd", "utils.sh", "echo", "hi"]
+        add(
+            "torchx run -s local_cwd utils.sh echo hi",
+            interleave(variants, lambda v: wall([torchx_bin(v[1]), *run], v[2], home)),
+            "<= 100 ms",
+        )
+        kube, ns = _k8s_setup() if args.k8s else ("", "")
+        api: dict[str, dict[str, list[float]]] = {c: {} for c in cols}
+        for _ in range(3):  # three interleaved batches of REPEAT // 3 launches
+            for col, python, env in variants:
+                k8s = ns if kube and col != "TorchX 0.7.0" else ""
+                cmd = [python, __file__, "--api-worker", str(max(REPEAT // 3, 1)), k8s]
+                found = json.loads(
+                    subprocess.run(
+                        cmd, env=dict(env, KUBECONFIG=kube), cwd=home, check=True,
+                        capture_output=True, text=True,
+                    ).stdout.strip().splitlines()[-1]
+                )  # fmt: skip
+                for key, values in found.items():
+                    api[col].setdefault(key, []).extend(values)
+        add("API: get_runner + run + wait, 1 replica", {c: api[c]["api"] for c in cols}, "<= 25 ms")
+        add("  bare Popen + wait (same process)", {c: api[c]["bare"] for c in cols}, "")
+        _dag_parse(ours, home, add)
+        if kube:
+            _k8s_rows(ours, kube, ns, home, add, {c: api[c]["k8s"] for c in cols})
+    print(tabulate(rows, headers=["figure", *cols, "goal"]))
+    print(f"(median of {REPEAT} interleaved runs, min-max in brackets)")
+
+
+def _dag_parse(ours: list[Variant], home: str, add: Callable[..., None]) -> None:
+    empty = Path(home) / "empty_dag.py"
+    empty.write_text(EMPTY_DAG)
+    dag = str(REPO / "dags" / "torchx_training.py")
+    variants = [("empty DAG", ours[0][1], ours[0][2]), *ours]
+    found = interleave(
+        variants,
+        lambda v: printed(
+            [v[1], "-c", PARSE, str(empty) if v[0] == "empty DAG" else dag], v[2], home
+        ),
+    )
+    add("parse: empty DAG file", {ours[0][0]: found["empty DAG"]}, "")
+    add("parse: dags/torchx_training.py", {v[0]: found[v[0]] for v in ours}, "<= 2x empty")
+
+
+def _k8s_setup() -> tuple[str, str]:
+    sys.path.insert(0, str(REPO / "tests"))
+    from _infra import k8s_cluster
+
+    kube, why = k8s_cluster()
+    if kube is None:
+        sys.exit(f"bench_launch --k8s: {why}")
+    return kube, "default"
+
+
+def _k8s_rows(
+    ours: list[Variant],
+    kube: str,
+    ns: str,
+    home: str,
+    add: Callable[..., None],
+    api: dict[str, list[float]],
+) -> None:
+    cli = ["run", "-s", "kubernetes", "--workspace", "", "-cfg", f"mode=plain,namespace={ns}"]
+    cli += ["--wait", "utils.echo", "--image", IMAGE]
+    raw = ("raw", ours[0][1], ours[0][2])
+
+    def one(v: Variant) -> float:
+        env = dict(v[2], KUBECONFIG=kube)
+        if v[0] == "raw":
+            return wall([v[1], "-c", RAW_JOB, kube, ns, IMAGE], env, home)
+        return wall([torchx_bin(v[1]), *cli], env, home)
+
+    try:
+        found = interleave([raw, *ours], one)
+    finally:
+        _delete_jobs(kube, ns)
+    add("k8s: raw batch/v1 Job, create + poll 0.1 s", {ours[0][0]: found["raw"]}, "", 1)
+    add("k8s: torchx run --wait utils.echo (plain)", found, "<= raw + 0.5 s", 1)
+    add("k8s: API run + wait(0.1), warm process", api, "", 1)
+
+
+def _delete_jobs(kube: str, ns: str) -> None:
+    """Deletes the bench's Jobs (raw ones and torchx apps) from ``ns``."""
+    from kubernetes import client, config
+
+    batch = client.BatchV1Api(config.new_client_from_config(config_file=kube))
+    for job in batch.list_namespaced_job(ns).items:
+        name = job.metadata.name
+        if name.startswith(("raw-", "echo-")):
+            batch.delete_namespaced_job(name, ns, propagation_policy="Background")
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--api-worker"]:
+        api_worker(int(sys.argv[2]), sys.argv[3] if len(sys.argv) > 3 else "")
+    else:
+        main()
