@@ -8,6 +8,10 @@ step runs ``IMAGE`` (it holds the examples at ``/opt/torchx-flow/examples``), an
 outputs (paths under ``workdir``) live on the PersistentVolumeClaim ``torchx-training-data``
 (``deploy/torchx-training-pvc.yaml``), mounted at ``/mnt/torchx`` in every task and, with
 ``scheduler=kubernetes``, in the train step's pods: ``workdir`` defaults to it here.
+``prepare_data``'s declared output ``dataset`` is also a KFP ``Dataset`` artifact (the step's
+``artifacts``): its task copies the file into the artifact, the KFP UI shows it, and
+``evaluate`` (a container task) reads it as an input artifact; ``train``'s checkpoint (a
+launcher step) stays a path on the claim.
 """
 
 from pathlib import Path
@@ -23,11 +27,15 @@ PVC = "torchx-training-data"
 
 
 def for_kfp(pipeline: Pipeline) -> Pipeline:
-    """The pipeline with every step's image set and ``workdir`` on the shared claim."""
+    """The pipeline for KFP: images, ``workdir`` on the claim, the dataset an artifact."""
     params = dict(pipeline.params)
     params["workdir"] = params["workdir"].model_copy(update={"default": DATA})
     defaults = pipeline.defaults.model_copy(update={"image": IMAGE})
-    return pipeline.model_copy(update={"params": params, "defaults": defaults})
+    steps = dict(pipeline.steps)
+    steps["prepare_data"] = steps["prepare_data"].model_copy(
+        update={"artifacts": {"dataset": "Dataset"}}
+    )
+    return pipeline.model_copy(update={"params": params, "defaults": defaults, "steps": steps})
 
 
 # [START torchx_training_workflow_pipeline]

@@ -191,6 +191,25 @@ def resolve_app(
     return resolved, [*found, *arg_inputs], channels, artifacts
 
 
+def _copied_paths(
+    copied: Mapping[str, Any],
+    found: Sequence[ComponentInput],
+    channels: Mapping[str, PipelineChannel],
+) -> tuple[dict[str, str], list[ComponentInput], dict[str, PipelineChannel]]:
+    """Tokenizes the paths of copied output artifacts; their channels become inputs too."""
+    if not copied:
+        return {}, list(found), dict(channels)
+    paths, more, chans, refs = _channel_args(list(copied.values()))
+    if refs:
+        raise ValueError(
+            "the path of a copied output artifact may hold pipeline parameters, but no"
+            f" artifact: {list(copied.values())}"
+        )
+    names = {i.name for i in found}
+    merged = [*found, *(i for i in more if i.name not in names)]
+    return dict(zip(copied, paths, strict=True)), merged, {**channels, **chans}
+
+
 def _check_tokens(app: AppDef, inputs: Sequence[ComponentInput]) -> None:
     """Channel tokens may reach args and env only (not the image, resources, names...)."""
     for inp in inputs:
@@ -268,23 +287,29 @@ def component_from_app(
             of each with :func:`torchx_kfp.output_path` and KFP stores what it wrote there.
             An upstream output artifact in ``component_args`` (``train.outputs["model"]``,
             or an f-string of it) becomes an input artifact, replaced by its local path.
+            ``{name: (type, path)}`` declares an artifact the app writes at ``path`` (a file
+            or directory; pipeline channels or f-strings of them allowed): once the app
+            succeeded, the task copies it to the artifact's local path (a missing path fails
+            the task).
 
     Raises:
         ValueError: the app needs more than one KFP task (several roles or replicas, ports,
             devices, bind or device mounts, ...): use :func:`torchx_kfp.launcher_from_app`.
     """
-    from torchx_kfp._compile.artifacts import with_artifacts
+    from torchx_kfp._compile.artifacts import split_outputs, with_artifacts
     from torchx_kfp._compile.checks import check_single_task
     from torchx_kfp._compile.macros import substitute_macros
     from torchx_kfp._compile.spec import component_yaml
     from torchx_kfp._compile.task_settings import task_settings
 
+    kinds, copied = split_outputs(outputs or {})
     resolved, found, channels, artifacts = resolve_app(app, component_args, inputs)
+    copies, found, channels = _copied_paths(copied, found, channels)
     resolved = _override(resolved, image, resource, max_retries)
     role = substitute_macros(resolved, check_single_task(resolved))
     role.env.update(env or {})  # `env=` beats the role's own values, as LaunchRequest.env does
-    spec = component_yaml(resolved, role, found, env_inputs)
-    spec = with_artifacts(spec, artifacts, outputs or {})
+    spec = component_yaml(resolved, role, found, env_inputs, copies=copies)
+    spec = with_artifacts(spec, artifacts, kinds)
     settings = task_settings(
         resolved,
         role,

@@ -7,6 +7,7 @@ Concat component shows the harness is stricter than kfp.local.
 
 import importlib.util
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -176,11 +177,22 @@ def test_launcher_pipelines_under_backend_rules(name: str, tmp_path: Path, clien
     assert list(data.rglob("model.pt"))
     if "tracker_dir" not in inputs:  # the workflow: no tracker, evaluate prints its metrics
         assert any("mse" in r.logs for r in results.values())
+        _assert_dataset_artifact(run, results)
         return
     train = next(r for k, r in results.items() if "train" in k or k.endswith("-2"))
     metrics = [p for p in data.rglob("*metrics*") if p.is_file()]
     assert metrics and json.loads(metrics[0].read_text())["mse"] >= 0
     _assert_lineage(data / "tracker", train.parameters["app_id"])
+
+
+def _assert_dataset_artifact(run: Any, results: Mapping[str, Any]) -> None:
+    """The workflow's ``prepare_data`` output is a Dataset artifact that evaluate reads."""
+    (prepare,) = [r for r in results.values() if "dataset" in r.artifacts]
+    dataset = run.host_path(prepare.artifacts["dataset"]["uri"])
+    assert dataset.is_file() and json.loads(dataset.read_text())
+    (evaluate,) = [r for r in results.values() if "mse" in r.logs]
+    local = prepare.artifacts["dataset"]["uri"].replace("minio://", "/minio/", 1)
+    assert ["--data", local] == evaluate.argv[evaluate.argv.index("--data") :][:2]
 
 
 TORCH_IMAGE = "torchx-flow/torch:2.13.0"

@@ -30,6 +30,7 @@ __all__ = [
     "artifact_type",
     "input_path",
     "output_path",
+    "split_outputs",
     "token_input",
     "with_artifacts",
 ]
@@ -131,6 +132,29 @@ def artifact_type(value: Any) -> str:
         f"output artifact type {value!r} is not a KFP artifact class"
         " (use kfp.dsl.Artifact, Dataset, Model, Metrics, ...)"
     )
+
+
+def split_outputs(outputs: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``outputs=`` as ``({name: type}, {name: path the app writes})``.
+
+    A value is an artifact type (the app writes ``output_path(name)``) or ``(type, path)``
+    (the task copies ``path`` to the artifact once the app succeeded).
+
+    Raises:
+        ValueError: a tuple that is not ``(type, path)``.
+    """
+    kinds: dict[str, Any] = {}
+    copied: dict[str, Any] = {}
+    for name, value in outputs.items():
+        if isinstance(value, tuple):
+            if len(value) != 2:
+                raise ValueError(
+                    f"outputs['{name}'] must be an artifact type or (type, path), got {value!r}"
+                )
+            kinds[name], copied[name] = value[0], value[1]
+        else:
+            kinds[name] = value
+    return kinds, copied
 
 
 def _output_specs(outputs: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -3,7 +3,10 @@
 The container runs a small POSIX ``sh`` wrapper before the role's entrypoint. It exports the
 env values that hold input placeholders (KFP resolves placeholders in argv, not in env),
 drops an empty ``TORCHX_PARENT_RUN_ID``, writes the ``app_id`` and ``tracker_run_id``
-outputs, then ``exec``s the entrypoint. Every value reaches the wrapper as a positional
+outputs, then ``exec``s the entrypoint. A component with output artifacts copied from paths
+the app writes (``outputs={"model": (Model, path)}``) runs :data:`WRAPPER_COPY` instead: the
+entrypoint as a child (SIGTERM/SIGINT forwarded to it), then, when it succeeded, each path
+copied to its artifact's local path. Every value reaches the wrapper as a positional
 argument: no user string is ever parsed as shell code. Every argument is one string with
 input placeholders embedded (the backend implements no Concat placeholder), and run/task ids
 come from the :data:`~torchx_kfp._compile.macros.RUN_INPUTS` inputs.
@@ -12,7 +15,7 @@ come from the :data:`~torchx_kfp._compile.macros.RUN_INPUTS` inputs.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Optional
 
 from torchx_kfp._compile.macros import has_input, input_placeholder, job_id_expr, to_placeholders
 
@@ -21,7 +24,14 @@ if TYPE_CHECKING:
     from torchx_kfp._compile.macros import Element
     from torchx_kfp._compile.params import ComponentInput
 
-__all__ = ["OUTPUTS", "PARENT_INPUT", "WRAPPER", "component_yaml", "env_input_name"]
+__all__ = [
+    "OUTPUTS",
+    "PARENT_INPUT",
+    "WRAPPER",
+    "WRAPPER_COPY",
+    "component_yaml",
+    "env_input_name",
+]
 
 PARENT_INPUT = "parent_run_id"
 OUTPUTS = ("app_id", "tracker_run_id")
@@ -35,6 +45,22 @@ WRAPPER = (
     'printf "%s" "$TORCHX_JOB_ID" > "$run_out"; '
     'exec "$@"'
 )
+
+_PROLOGUE = WRAPPER.rsplit("[ -n ", 1)[0]
+WRAPPER_COPY = (
+    _PROLOGUE + 'n=0; while [ "$1" != "--" ]; do eval "src_$n=\\$1 dst_$n=\\$2"; '
+    "n=$((n + 1)); shift 2; done; shift; "
+    + WRAPPER[len(_PROLOGUE) :].replace('exec "$@"', "")
+    + '"$@" & pid=$!; trap \'kill -TERM "$pid" 2>/dev/null || :\' TERM INT; '
+    'rc=0; wait "$pid" || rc=$?; '
+    'while kill -0 "$pid" 2>/dev/null; do rc=0; wait "$pid" || rc=$?; done; '
+    '[ "$rc" -eq 0 ] || exit "$rc"; i=0; while [ "$i" -lt "$n" ]; do '
+    'eval "src=\\$src_$i dst=\\$dst_$i"; '
+    '[ -e "$src" ] || { echo "torchx-kfp: the app did not write $src (declared output)" >&2; '
+    "exit 1; }; "
+    'mkdir -p "$(dirname "$dst")"; rm -rf "$dst"; cp -R "$src" "$dst"; i=$((i + 1)); done'
+)
+"""The wrapper of a component with copied output artifacts: ``... -- src dst ... -- argv``."""
 
 
 def env_input_name(var: str) -> str:
@@ -104,6 +130,7 @@ def component_yaml(
     inputs: Sequence[ComponentInput],
     env_inputs: Sequence[str] = (),
     description: str = "",
+    copies: Optional[Mapping[str, str]] = None,
 ) -> dict[str, Any]:
     """Returns the component as a KFP YAML component (a dict ready for ``yaml.safe_dump``).
 
@@ -113,23 +140,29 @@ def component_yaml(
         inputs: component inputs whose tokens appear in the role's args and env.
         env_inputs: env var names whose values come from extra string inputs.
         description: the component description.
+        copies: ``{output artifact: path the app writes}`` (input tokens allowed), copied to
+            the artifact's local path once the app succeeded (:data:`WRAPPER_COPY`).
     """
     from torchx_kfp._compile.macros import run_inputs
 
     inputs = [*inputs, *run_inputs()]
     static_env, exports = _split_env(role, app, inputs, env_inputs)
     args, shell_exports = _args(role, inputs)
+    pairs: list[Element] = []
+    for name, path in (copies or {}).items():
+        pairs += [to_placeholders(path, inputs), "{{$.outputs.artifacts['" + name + "'].path}}"]
     container: dict[str, Any] = {
         "image": role.image,
         "command": [
             "sh",
             "-c",
-            WRAPPER,
+            WRAPPER_COPY if copies else WRAPPER,
             "torchx-kfp",
             *({"outputPath": name} for name in OUTPUTS),
             *exports,
             *shell_exports,
             "--",
+            *([*pairs, "--"] if copies else []),
             role.entrypoint,
         ],
         "args": args,

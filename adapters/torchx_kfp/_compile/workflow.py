@@ -3,8 +3,11 @@
 Every step is one KFP task, named like the step:
 
 - a step whose app one KFP task can express (one role, one replica, no ports, ...; the KFP
-  adapter's rules, :func:`torchx_kfp.component_from_app`) and whose strings reference no
-  parameter or upstream step becomes a container task (``mode="auto"`` or ``"container"``);
+  adapter's rules, :func:`torchx_kfp.component_from_app`) and whose image, resource and cfg
+  reference no parameter or step becomes a container task (``mode="auto"`` or
+  ``"container"``); its declared outputs named in ``Step.artifacts`` are output artifacts of
+  the task (copied from the declared path), which downstream container steps read as input
+  artifacts;
 - every other step runs through a launcher task (``mode="launcher"`` forces it for all):
   the task renders the step with the run's parameters and the upstream steps' outputs, the
   same way ``torchx pipeline run`` does, and submits it with a TorchX scheduler through the
@@ -55,21 +58,59 @@ def _output(task: PipelineTask, field: str) -> Any:
 
 
 def _channel_renderer(
-    pipeline: Pipeline, values: Mapping[str, Any], tasks: Mapping[str, PipelineTask]
+    pipeline: Pipeline,
+    values: Mapping[str, Any],
+    tasks: Mapping[str, PipelineTask],
+    artifacts: Optional[Mapping[str, Sequence[str]]] = None,
+    own: str = "",
 ) -> Renderer:
     """The plan's renderer with KFP's callbacks: f-string forms of pipeline channels.
 
     A parameter is the pipeline input, a step field the task output (a container task runs
-    only after its upstream tasks succeeded, so ``state`` is ``SUCCEEDED``).
+    only after its upstream tasks succeeded, so ``state`` is ``SUCCEEDED``). A declared
+    output is the upstream task's output artifact when that task produces it as one
+    (``artifacts``: ``{step: names}``), else its path, rendered. Step ``own``'s run ids
+    (in its own declared outputs) are those its container task computes from its run-id
+    inputs.
     """
     from torchx.workflow.plan import Renderer
+    from torchx_kfp._compile.macros import app_id_expr, job_id_expr
 
     def step(ref: Ref) -> str:
+        if ref.field.startswith("outputs."):
+            out = ref.field.partition(".")[2]
+            if out in (artifacts or {}).get(ref.name, ()):
+                return str(tasks[ref.name].outputs[out])
+            return renderer.render(pipeline.steps[ref.name].outputs[out])
         if ref.field == "state":
             return "SUCCEEDED"
+        if ref.name == own:
+            return app_id_expr(None) if ref.field == "app_id" else job_id_expr(None)  # type: ignore[arg-type]
         return str(_output(tasks[ref.name], ref.field))
 
-    return Renderer(pipeline, param=lambda name: str(values[name]), step=step)
+    renderer = Renderer(
+        pipeline, param=lambda name: str(values[name]), step=step, expand_outputs=False
+    )
+    return renderer
+
+
+def _copied_outputs(
+    pipeline: Pipeline,
+    name: str,
+    values: Mapping[str, Any],
+    tasks: Mapping[str, PipelineTask],
+    artifacts: Mapping[str, Any],
+) -> dict[str, Any]:
+    """``outputs=`` of step ``name``'s container task: ``{output: (type, declared path)}``."""
+    step = pipeline.steps[name]
+    if not step.artifacts:
+        return {}
+    from kfp import dsl
+
+    render = _channel_renderer(pipeline, values, tasks, artifacts, own=name).render
+    return {
+        out: (getattr(dsl, kind), render(step.outputs[out])) for out, kind in step.artifacts.items()
+    }
 
 
 def _single_task(pipeline: Pipeline, name: str) -> bool:
@@ -94,17 +135,20 @@ def _container_task(
     values: Mapping[str, Any],
     tasks: Mapping[str, PipelineTask],
     deps: Sequence[str],
+    artifacts: Mapping[str, Any],
 ) -> PipelineTask:
     """The step as one KFP container task (``torchx_kfp.container_from_app``).
 
     Arguments and env may hold parameters and upstream outputs (as pipeline channels); the
     tracker parent is the parent step's ``tracker_run_id``; other dependencies order it.
+    The step's ``artifacts`` are output artifacts copied from their declared paths; an
+    upstream output artifact in its args is an input artifact (its local path).
     """
     from torchx.workflow.plan import parent_of
     from torchx_kfp.component import container_from_app
 
     step = pipeline.effective(name)
-    render = _channel_renderer(pipeline, values, tasks).render
+    render = _channel_renderer(pipeline, values, tasks, artifacts).render
     args = [render(str(a)) for a in step.args] if isinstance(step.args, list) else []
     if isinstance(step.args, Mapping):
         args = [p for k, v in step.args.items() for p in (f"--{k}", render(str(v)))]
@@ -114,6 +158,7 @@ def _container_task(
         "max_retries": step.max_retries,
         "env": {k: render(v) for k, v in step.env.items()},
         "display_name": name,
+        "outputs": _copied_outputs(pipeline, name, values, tasks, artifacts),
     }
     parent = parent_of(pipeline, name)
     if parent:
@@ -225,6 +270,7 @@ def pipeline_from_workflow(
     def body(*args: Any, **kwargs: Any) -> None:
         values = {**dict(zip(names, args, strict=False)), **kwargs}
         tasks: dict[str, PipelineTask] = {}
+        artifacts: dict[str, list[str]] = {}  # {container step: its output artifacts}
         for name in order(pipeline):
             single = mode != "launcher" and _single_task(pipeline, name)
             if mode == "container" and not single:
@@ -234,7 +280,8 @@ def pipeline_from_workflow(
                     " use mode='auto' or 'launcher'"
                 )
             if single:
-                task = _container_task(pipeline, name, values, tasks, deps[name])
+                task = _container_task(pipeline, name, values, tasks, deps[name], artifacts)
+                artifacts[name] = list(pipeline.steps[name].artifacts)
             else:
                 task = _launcher_task(
                     step_task, pipeline, name, data, values, tasks, deps, env or {}

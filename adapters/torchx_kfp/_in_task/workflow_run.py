@@ -21,10 +21,13 @@ _APP_KEY = "__torchx_appdef__"
 
 
 def pipeline_to_json(pipeline: Pipeline) -> str:
-    """Serializes a pipeline (AppDef steps through ``app_to_json``)."""
+    """Serializes a pipeline (AppDef steps through ``app_to_json``).
+
+    Steps' ``artifacts`` are left out: a launcher task reads declared outputs as paths.
+    """
     from torchx_kfp._appjson import app_to_json
 
-    data = pipeline.model_dump(mode="python")
+    data = pipeline.model_dump(mode="python", exclude={"steps": {"__all__": {"artifacts"}}})
     for name, step in pipeline.steps.items():
         if step.app is not None:
             data["steps"][name]["app"] = {_APP_KEY: app_to_json(step.app)}

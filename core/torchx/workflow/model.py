@@ -24,9 +24,11 @@ from typing import Any, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-__all__ = ["Param", "Pipeline", "RetryPolicyName", "Step", "StepDefaults"]
+__all__ = ["ArtifactKind", "Param", "Pipeline", "RetryPolicyName", "Step", "StepDefaults"]
 
 RetryPolicyName = Literal["APPLICATION", "REPLICA", "ROLE"]
+ArtifactKind = Literal["Artifact", "Dataset", "Model", "Metrics", "HTML", "Markdown"]
+"""What a declared output holds, for orchestrators that keep typed artifacts (KFP)."""
 ParamType = Literal["string", "integer", "number", "boolean"]
 _NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
 _TYPES: dict[type, str] = {bool: "boolean", int: "integer", float: "number", str: "string"}
@@ -102,6 +104,11 @@ class Step(StepDefaults):
             direct dependency).
         outputs: declared output paths, ``{name: templated path}``; a step's own
             ``{{ steps.SELF.app_id }}`` may appear in them.
+        artifacts: declared outputs that orchestrators with an artifact store keep as typed
+            artifacts, ``{output name: Artifact|Dataset|Model|Metrics|HTML|Markdown}``. On KFP
+            a container step's output becomes an output artifact of its task (shown in the
+            UI) and downstream container steps read it as an input artifact; the local
+            executor, Airflow and KFP launcher steps use the path.
     """
 
     component: Optional[str] = None
@@ -110,6 +117,7 @@ class Step(StepDefaults):
     depends_on: list[str] = Field(default_factory=list)
     parent: Optional[str] = None
     outputs: dict[str, str] = Field(default_factory=dict)
+    artifacts: dict[str, ArtifactKind] = Field(default_factory=dict)
 
     @model_validator(mode="before")
     @classmethod
@@ -129,6 +137,16 @@ class Step(StepDefaults):
                 raise ValueError(f"`app` must be a torchx.specs.AppDef, got {type(self.app)}")
             if self.args:
                 raise ValueError("`args` needs `component`; an `app` is used as is")
+        return self
+
+    @model_validator(mode="after")
+    def _artifacts_are_outputs(self) -> Step:
+        for name in self.artifacts:
+            if name not in self.outputs:
+                raise ValueError(
+                    f"`artifacts` names `{name}`, which is not a declared output:"
+                    f" add `{name}: <path>` to `outputs`"
+                )
         return self
 
 

@@ -110,3 +110,39 @@ def test_artifact_in_env_is_refused(tmp_path: Path) -> None:
 
     with pytest.raises(ValueError, match="env `DATA` is an artifact"):
         compile_ir(dsl.pipeline(p), tmp_path)
+
+
+def test_an_output_copied_from_a_path_the_app_writes(tmp_path: Path) -> None:
+    """``outputs={name: (type, path)}``: the path (with a pipeline input) becomes an input;
+    the task copies it into the artifact after the app succeeded."""
+
+    @dsl.pipeline
+    def p(workdir: str = "/w") -> None:
+        container_from_app(
+            "utils.python",
+            ["--name", "prep", *PY, "--out", f"{workdir}/data"],
+            outputs={"data": (Dataset, f"{workdir}/data/d.json")},
+            image="img",
+        )
+
+    ir, _ = compile_ir(p, tmp_path)
+    command = executor(ir, "prep")["command"]
+    assert "cp -R" in command[2] and 'exec "$@"' not in command[2]
+    start = command.index("--") + 1
+    assert command[start : start + 3] == [
+        "{{$.inputs.parameters['workdir']}}/data/d.json",
+        "{{$.outputs.artifacts['data'].path}}",
+        "--",
+    ]
+    comp = ir["components"]["comp-prep"]
+    assert "workdir" in comp["inputDefinitions"]["parameters"]
+    assert comp["outputDefinitions"]["artifacts"]["data"]["artifactType"]["schemaTitle"] == (
+        "system.Dataset"
+    )
+
+
+def test_a_copied_output_needs_a_type_and_a_path() -> None:
+    from torchx_kfp import component_from_app
+
+    with pytest.raises(ValueError, match=r"outputs\['data'\] must be an artifact type or"):
+        component_from_app("utils.echo", outputs={"data": (Dataset,)})
