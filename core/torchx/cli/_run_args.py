@@ -168,7 +168,6 @@ def _check_workspace(workspace: Optional[str]) -> None:
     Raises:
         CliError: a local project does not exist (exit code 1, nothing is launched).
     """
-    import difflib
     import os
 
     from torchx.cli._errors import CliError
@@ -181,6 +180,8 @@ def _check_workspace(workspace: Optional[str]) -> None:
             continue
         parent = os.path.dirname(os.path.abspath(src))
         siblings = os.listdir(parent) if os.path.isdir(parent) else []
+        import difflib  # only for the error
+
         close = difflib.get_close_matches(os.path.basename(src), siblings, n=1)
         hint = f" Did you mean `{os.path.join(parent, close[0])}`?" if close else ""
         raise CliError(

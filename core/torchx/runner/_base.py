@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import builtins
-import difflib
 from collections.abc import Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, Optional, Self
@@ -106,6 +105,8 @@ def _unknown_scheduler(
     scheduler: str, factories: Mapping[str, SchedulerFactory]
 ) -> UnknownSchedulerException:
     exc = UnknownSchedulerException(scheduler)
+    import difflib  # only for an error message
+
     close = difflib.get_close_matches(scheduler, builtins.list(factories), n=1)
     hint = f" Did you mean `{close[0]}`?" if close else ""
     available = ", ".join(factories) or "none"

@@ -16,7 +16,6 @@ from torchx.settings import (
     ENV_TORCHX_TRACKERS,
 )
 from torchx.specs.api import AppDef, macros
-from torchx.tracker.api import tracker_config_env_var_name
 
 __all__ = [
     "copy_and_validate",
@@ -85,6 +84,8 @@ def inject_env(
         if parent_run_id:
             role.env[ENV_TORCHX_PARENT_RUN_ID] = parent_run_id
         if trackers:
+            from torchx.tracker.api import tracker_config_env_var_name
+
             role.env[ENV_TORCHX_TRACKERS] = ",".join(trackers)
             for name, config in trackers.items():
                 if config:

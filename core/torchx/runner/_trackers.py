@@ -10,7 +10,6 @@ from torchx.runner.config import find_configs
 from torchx.settings import ENV_TORCHX_PARENT_RUN_ID, ENV_TORCHX_TRACKERS
 from torchx.specs.api import AppDef, AppHandle
 from torchx.specs.torchxconfig import TorchXConfig
-from torchx.tracker.api import build_trackers, tracker_config_env_var_name
 
 __all__ = ["get_configured_trackers", "record_parent_link"]
 
@@ -49,6 +48,8 @@ def get_configured_trackers(config: Optional[TorchXConfig] = None) -> dict[str, 
     if env_names is not None:
         names = [n.strip() for n in env_names.split(",") if n.strip()]
     trackers: dict[str, Optional[str]] = {}
+    if names:  # torchx.tracker.api (plugins, lineage) only when a tracker is configured
+        from torchx.tracker.api import tracker_config_env_var_name
     for name in names:
         from_file = config.get("tracker:" + name, "config")
         trackers[name] = os.environ.get(tracker_config_env_var_name(name), from_file)
@@ -79,6 +80,8 @@ def record_parent_link(
     configured = get_configured_trackers(config)
     if not configured:
         return
+    from torchx.tracker.api import build_trackers
+
     for tracker in build_trackers(configured):
         try:
             tracker.add_source(handle, parent)

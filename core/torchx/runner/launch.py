@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import difflib
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Optional, Union
 
@@ -155,6 +154,8 @@ def _check_role_keys(value: PerRole, roles: Sequence[Role], what: str) -> None:
     names = [r.name for r in roles]
     for key in value:
         if key not in names:
+            import difflib  # only for an error message
+
             close = difflib.get_close_matches(key, names, n=1)
             hint = f" (did you mean `{close[0]}`?)" if close else ""
             raise ValueError(
@@ -195,6 +196,8 @@ def _retry_policy(value: Union[RetryPolicy, str, None]) -> Optional[RetryPolicy]
         return RetryPolicy[str(value).upper()]
     except KeyError:
         names = [p.name for p in RetryPolicy]
+        import difflib  # only for an error message
+
         close = difflib.get_close_matches(str(value).upper(), names, n=1)
         hint = f" (did you mean `{close[0]}`?)" if close else ""
         raise ValueError(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import difflib
 import inspect
 import typing
 from collections.abc import Callable
@@ -89,6 +88,8 @@ class ComponentArgumentParser(argparse.ArgumentParser):
         options = [s for a in self._actions for s in a.option_strings]
         for token in message.split(":", 1)[1].split():
             if token.startswith("-"):
+                import difflib  # only for an error message
+
                 close = difflib.get_close_matches(token.split("=", 1)[0], options, n=1)
                 if close:
                     return f" (did you mean `{close[0]}`?)"

@@ -23,7 +23,6 @@ Lookups are case-insensitive, an exact match winning. Example::
 from __future__ import annotations
 
 import copy
-import difflib
 import importlib
 import json
 import os
@@ -145,6 +144,8 @@ def _canonical(name: str) -> str:
     known = {f.lower(): f for f in (*_INT_FIELDS, *_DICT_FIELDS)}
     if name.lower() in known:
         return known[name.lower()]
+    import difflib  # only for an error message
+
     close = difflib.get_close_matches(name.lower(), list(known), n=1)
     hint = f" (did you mean `{known[close[0]]}`?)" if close else ""
     raise ValueError(f"unknown field `{name}`{hint}")
@@ -303,6 +304,8 @@ class _NamedResourcesLibrary(Mapping[str, Resource]):
         lowered: dict[str, str] = {}
         for name in factories:
             lowered.setdefault(name.lower(), name)
+        import difflib  # only for an error message
+
         close = difflib.get_close_matches(key.lower(), list(lowered), n=1)
         if close:
             return f"No named resource found for `{key}`. Did you mean `{lowered[close[0]]}`?"

@@ -23,7 +23,6 @@ Example::
 from __future__ import annotations
 
 import abc
-import difflib
 import importlib
 import inspect
 import os
@@ -373,6 +372,8 @@ def _not_found_message(name: str, known: list[str]) -> str:
             f"Component `{name}` not found: to run a function of a component file, name it"
             f" as `{name}:FUNCTION_NAME`"
         )
+    import difflib  # only for an error message
+
     close = difflib.get_close_matches(name, known, n=3)
     if close:
         msg += " Did you mean: " + ", ".join(f"`{c}`" for c in close) + "?"
@@ -387,6 +388,12 @@ def _find_component(name: str, validators: list[ComponentFunctionValidator] | No
                 f"Invalid custom component: {name}, valid template : `FILEPATH`:`FUNCTION_NAME`"
             )
         return CustomComponentsFinder(parts[0], parts[1]).find(validators)[0]
+    if not _components:
+        from torchx.specs._builtin_lookup import find_builtin
+
+        found = find_builtin(name, validators)
+        if found is not None:
+            return found
     components = _load_components(validators)
     if name not in components:
         valid = [n for n, c in components.items() if not c.validation_errors]

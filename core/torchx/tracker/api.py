@@ -7,7 +7,6 @@ and records through :py:meth:`AppRun.run_from_env`.
 
 from __future__ import annotations
 
-import difflib
 import logging
 import os
 from abc import ABC, abstractmethod
@@ -136,6 +135,8 @@ def build_trackers(factory_and_config: Mapping[str, str | None]) -> list[Tracker
     for name, config in factory_and_config.items():
         factory = _resolve_factory(name, factories)
         if not callable(factory):
+            import difflib  # only for an error message
+
             close = difflib.get_close_matches(name, list(factories), n=1)
             hint = f" Did you mean `{close[0]}`?" if close else ""
             logger.warning(

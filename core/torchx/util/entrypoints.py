@@ -254,10 +254,23 @@ def _read_entry_points(dist_dir: str) -> bytes:
     return b"".join(chunks).replace(b" ", b"")
 
 
+# finders that look for distributions where PathFinder does (the dist-info/egg-info dirs of
+# sys.path, zips aside): the importlib_metadata backport installs one when imported (Airflow
+# does), and the scan sees what it finds
+_PATH_DIR_FINDERS = {("importlib_metadata", "MetadataPathFinder")}
+
+
 def _custom_distribution_finders() -> bool:
     from importlib.machinery import PathFinder
 
     return any(
-        finder is not PathFinder and hasattr(finder, "find_distributions")
+        finder is not PathFinder
+        and hasattr(finder, "find_distributions")
+        and _finder_name(finder) not in _PATH_DIR_FINDERS
         for finder in sys.meta_path
     )
+
+
+def _finder_name(finder: object) -> tuple[str, str]:
+    cls = finder if isinstance(finder, type) else type(finder)
+    return cls.__module__, cls.__qualname__

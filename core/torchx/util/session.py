@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import uuid
 from typing import Optional
 
 from torchx import settings
@@ -35,10 +34,19 @@ def get_session_id_or_create_new() -> str:
     session_id = os.environ.get(TORCHX_INTERNAL_SESSION_ID)
     if not session_id:
         if _created is None:
-            _created = str(uuid.uuid4())
+            _created = _uuid4()
         session_id = _created
     CURRENT_SESSION_ID = session_id
     return session_id
+
+
+def _uuid4() -> str:
+    """``str(uuid.uuid4())`` without importing ``uuid`` (which imports ``platform``)."""
+    b = bytearray(os.urandom(16))
+    b[6] = (b[6] & 0x0F) | 0x40  # version 4
+    b[8] = (b[8] & 0x3F) | 0x80  # RFC 4122 variant
+    h = b.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 def get_torchx_session_id() -> Optional[str]:

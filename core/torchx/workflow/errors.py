@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -16,6 +15,8 @@ def did_you_mean(name: str, known: Iterable[str]) -> str:
         name: the unknown name.
         known: the valid names.
     """
+    import difflib  # only for an error (its import compiles regexes)
+
     close = difflib.get_close_matches(name, list(known), n=1)
     return f" (did you mean `{close[0]}`?)" if close else ""
 

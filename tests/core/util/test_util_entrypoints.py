@@ -135,3 +135,19 @@ def test_recently_changed_directories_are_rescanned(
     write_dist(root, "racy_dist", {"g.racy": {"p": "os.path:join"}})
     os.utime(root, ns=(before, before))  # as if both changes fell in the same mtime tick
     assert entrypoints.group_may_have_entry_points("g.racy")
+
+
+def test_the_importlib_metadata_backport_finder_keeps_the_scan(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Airflow imports importlib_metadata, which installs a finder of the same dist-info dirs."""
+    importlib_metadata = pytest.importorskip("importlib_metadata")
+
+    class Custom:
+        def find_distributions(self, context: object = None) -> list[object]:
+            return []
+
+    monkeypatch.setattr(sys, "meta_path", [*sys.meta_path, importlib_metadata.MetadataPathFinder()])
+    assert not entrypoints._custom_distribution_finders()
+    monkeypatch.setattr(sys, "meta_path", [*sys.meta_path, Custom()])
+    assert entrypoints._custom_distribution_finders()

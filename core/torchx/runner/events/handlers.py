@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import logging
 
 __all__ = ["get_logging_handler"]
@@ -27,6 +26,8 @@ def get_logging_handler(destination: str = "null") -> logging.Handler:
     """
     handler_type = _HANDLER_TYPES.get(destination)
     if handler_type is None:
+        import difflib  # only for the error (its import compiles regexes)
+
         close = difflib.get_close_matches(destination, list(_HANDLER_TYPES), n=1)
         hint = f" Did you mean `{close[0]}`?" if close else ""
         raise KeyError(
