@@ -51,7 +51,9 @@ WRAPPER_COPY = (
     _PROLOGUE + 'n=0; while [ "$1" != "--" ]; do eval "src_$n=\\$1 dst_$n=\\$2"; '
     "n=$((n + 1)); shift 2; done; shift; "
     + WRAPPER[len(_PROLOGUE) :].replace('exec "$@"', "")
-    + '"$@" & pid=$!; trap \'kill -TERM "$pid" 2>/dev/null || :\' TERM INT; '
+    + "pid=; term=; "
+    + 'trap \'term=1; [ -z "${pid:-}" ] || kill -TERM "$pid" 2>/dev/null || :\' TERM INT; '
+    '"$@" & pid=$!; [ -z "${term:-}" ] || kill -TERM "$pid" 2>/dev/null || :; '
     'rc=0; wait "$pid" || rc=$?; '
     'while kill -0 "$pid" 2>/dev/null; do rc=0; wait "$pid" || rc=$?; done; '
     '[ "$rc" -eq 0 ] || exit "$rc"; i=0; while [ "$i" -lt "$n" ]; do '
