@@ -162,10 +162,13 @@ def resolve_app(
     component_args: Optional[Sequence[Any]],
     inputs: Optional[Sequence[str]],
 ) -> tuple[AppDef, list[ComponentInput], dict[str, PipelineChannel], list[ArtifactRef]]:
-    """Returns a private AppDef, its inputs, the channels and the input artifacts of its args.
+    """Returns the AppDef, its inputs, the channels and the input artifacts of its args.
 
     Inputs come from the component's typed parameters and from pipeline channels (or
     f-strings of them) inside ``component_args``; artifact channels there are input artifacts.
+    An AppDef is returned as given (not copied): building a component never mutates it
+    (overrides go through ``build_app``, which copies; macros are substituted into new
+    containers).
     """
     from torchx.specs.api import AppDef
     from torchx_kfp._compile.params import component_with_inputs
@@ -176,7 +179,7 @@ def resolve_app(
                 f"app `{app.name}` is an AppDef: component_args and inputs need a component"
                 " (a name such as 'utils.echo', 'file.py:fn', or a component function)"
             )
-        return copy.deepcopy(app), [], {}, []
+        return app, [], {}, []
     if isinstance(app, str):
         from torchx.specs.finder import get_component
 

@@ -91,15 +91,37 @@ def substitute_macros(app: AppDef, role: Role) -> Role:
     ``${app_id}`` -> ``<task name>-<task uuid>`` (the :data:`RUN_INPUTS` tokens),
     ``${replica_id}`` -> ``0``, ``${img_root}`` -> ``""``, ``${rank0_env}`` ->
     ``TORCHX_RANK0_HOST`` (set to ``localhost`` in the env: one task is one node).
+
+    What ``macros.Values.apply`` substitutes (args, env values, strings in metadata), in new
+    containers of a shallow copy: ``role`` belongs to the component's private AppDef, so the
+    deep copy ``apply`` makes is not needed (a string without ``$`` is kept as it is, which
+    is what ``string.Template.safe_substitute`` returns for it).
     """
+    import copy
+
     from torchx.specs.api import macros
 
     values = macros.Values(
         img_root="", app_id=app_id_expr(app), replica_id="0", rank0_env=RANK0_ENV
     )
-    new = values.apply(role)
+    new = copy.copy(role)
+    state = new.__dict__
+    state["args"] = [_substitute(values, a) for a in state["args"]]
+    state["env"] = {k: _substitute(values, v) for k, v in state["env"].items()}
+    state["metadata"] = _substitute(values, state["metadata"])
     new.env.setdefault(RANK0_ENV, "localhost")
     return new
+
+
+def _substitute(values: Any, value: Any) -> Any:
+    """``macros.Values`` substitution of every string in ``value`` (lists and dicts walked)."""
+    if isinstance(value, str):
+        return values.substitute(value) if "$" in value else value
+    if isinstance(value, dict):
+        return {k: _substitute(values, v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_substitute(values, v) for v in value]
+    return value
 
 
 def to_placeholders(text: str, inputs: Sequence[ComponentInput]) -> str:

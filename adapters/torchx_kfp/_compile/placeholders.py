@@ -68,6 +68,8 @@ def unresolved(text: str, inputs: Iterable[str] = (), outputs: Iterable[str] = (
         inputs: the component's input names (parameters and artifacts); empty: any name.
         outputs: the component's output names; empty: any name.
     """
+    if "{{$" not in text and '{"' not in text:
+        return []  # no placeholder at all (most elements)
     ins, outs = set(inputs), set(outputs)
     bad = ['{"Concat"'] if '{"Concat"' in text else []
     if '{"IfPresent"' in text and not text.lstrip().startswith('{"IfPresent"'):
@@ -109,7 +111,7 @@ def check_container(
     Raises:
         ValueError: naming the task, where, and the placeholder.
     """
-    ins, outs = list(inputs), list(outputs)
+    ins, outs = set(inputs), set(outputs)
     if command and "{{$" in command[0] and command[0] != "{{$}}":
         raise _error(task, "the executable (command[0])", command[0], "only {{$}} is resolved")
     for where, items in (("command", command), ("args", args)):

@@ -342,3 +342,29 @@ def test_bad_toleration_key_suggests_the_right_one() -> None:
 def test_unknown_component_is_one_clear_error() -> None:
     with pytest.raises(Exception, match="not found.*Did you mean: `utils.echo`"):
         component_from_app("utils.ech")
+
+
+def test_building_a_component_leaves_the_appdef_as_it_was() -> None:
+    """Macros, env= and overrides go into copies: the caller's AppDef is not touched."""
+    import copy
+
+    app = specs.AppDef(
+        name="keep",
+        roles=[
+            specs.Role(
+                name="keep",
+                image="img",
+                entrypoint="echo",
+                args=["${app_id}", "${replica_id}"],
+                env={"A": "${app_id}"},
+                metadata={"m": "${img_root}x"},
+            )
+        ],
+    )
+    before = copy.deepcopy(app)
+    component = component_from_app(app, env={"B": "1"})
+    assert app == before
+    container = component.spec["implementation"]["container"]
+    assert container["args"][1] == "0" and "A" not in container.get("env", {})
+    component_from_app(app, image="other", resource="cpu.small", max_retries=2)
+    assert app == before
