@@ -130,19 +130,31 @@ def _swap(app: AppDef, old: str, new: str) -> AppDef:
 
 
 def _flows_verbatim(
-    fn: Callable[..., Any], name: str, probes: dict[str, str], bound: Sequence[str], kind: str
+    fn: Callable[..., Any],
+    name: str,
+    probes: dict[str, str],
+    bound: Sequence[str],
+    kind: str,
+    first: Optional[AppDef],
 ) -> bool:
+    """Whether parameter ``name``'s value reaches only args/env, verbatim.
+
+    ``first`` is the app materialized with every probe (None: the component rejected them).
+    The value must appear in args or env and nowhere else; then one more materialization,
+    with ``name``'s second probe, must differ from ``first`` only by the value.
+    """
+    if first is None:
+        return False
     token = probes[name]
+    uses = any(token in a for r in first.roles for a in [*r.args, *r.env.values()])
+    if not uses or token in repr(_swap(first, token, "")):
+        return False  # decided by `first` alone (image, resources, replicas, flags...)
     try:
-        first = _materialize(fn, _probe_args(probes, bound))
         other = probe_token(name, kind, variant=1)
         second = _materialize(fn, _probe_args({**probes, name: other}, bound))
     except Exception:  # the component rejects a probe: the value shapes the app
         return False
-    uses = any(token in a for r in first.roles for a in [*r.args, *r.env.values()])
-    if not uses or _swap(second, other, token) != first:
-        return False
-    return token not in repr(_swap(first, token, ""))
+    return _swap(second, other, token) == first
 
 
 def component_with_inputs(
@@ -172,7 +184,13 @@ def _with_inputs(
 ) -> tuple[AppDef, list[ComponentInput]]:
     cands = _candidates(fn, bound, wanted)
     probes = {n: probe_token(n, t) for n, (t, _) in cands.items()}
-    eligible = {n for n, (t, _) in cands.items() if _flows_verbatim(fn, n, probes, bound, t)}
+    first: Optional[AppDef] = None
+    if cands:
+        try:  # with every probe: the same for each candidate, so materialized once
+            first = _materialize(fn, _probe_args(probes, bound))
+        except Exception:  # the component rejects a probe: no parameter is an input
+            first = None
+    eligible = {n for n, (t, _) in cands.items() if _flows_verbatim(fn, n, probes, bound, t, first)}
     for name in wanted or []:
         if name not in eligible:
             raise ValueError(
@@ -188,7 +206,10 @@ def _with_inputs(
             f"component parameter(s) {', '.join(missing)} must be given at compile time:"
             f" pass them in component_args ({' '.join(f'--{n} VALUE' for n in missing)})"
         )
-    app = _materialize(fn, _probe_args({n: probes[n] for n in eligible}, bound))
+    if first is not None and len(eligible) == len(cands):
+        app = first  # every candidate is an input: the app with every probe
+    else:
+        app = _materialize(fn, _probe_args({n: probes[n] for n in eligible}, bound))
     inputs = [
         ComponentInput(n, cands[n][0], cands[n][1], probes[n]) for n in cands if n in eligible
     ]
