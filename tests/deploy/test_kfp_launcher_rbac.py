@@ -34,6 +34,7 @@ CALLS = {
     "create_namespaced_custom_object": (VOLCANO, "jobs", "create"),
     "get_namespaced_custom_object": (VOLCANO, "jobs", "get"),
     "list_namespaced_custom_object": (VOLCANO, "jobs", "list"),
+    "patch_namespaced_custom_object": (VOLCANO, "jobs", "patch"),
     "delete_namespaced_custom_object": (VOLCANO, "jobs", "delete"),
     "replace_namespaced_custom_object_status": (VOLCANO, "jobs/status", "update"),
 }

@@ -14,12 +14,19 @@ any process, even when it died before it could record the handle::
 A scheduler with ``list_by_labels(labels, cfg)`` filters on the backend (a Kubernetes label
 selector, a Docker label filter); any other scheduler that supports labels is listed and each
 app described.
+
+Labels can be added to an app after launch (:func:`set_app_labels`), e.g. to mark an app an
+orchestrator is done with, and :func:`find_apps` can skip the apps carrying a key
+(``without=``)::
+
+    set_app_labels(runner, handle, {"processed": "true"})
+    find_apps(runner, "kubernetes", {"task": "train"}, without=["processed"])  # not that one
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Optional
 
 from torchx.schedulers.labels import (
@@ -42,6 +49,7 @@ __all__ = [
     "find_apps",
     "label_value",
     "labels_metadata",
+    "set_app_labels",
     "supports_labels",
 ]
 
@@ -71,6 +79,7 @@ def find_apps(
     scheduler: str,
     labels: Mapping[str, object],
     cfg: Optional[Mapping[str, CfgVal]] = None,
+    without: Iterable[str] = (),
 ) -> list[FoundApp]:
     """Returns the apps of ``scheduler`` that carry every one of ``labels``.
 
@@ -80,6 +89,8 @@ def find_apps(
         labels: ``{key: value}`` as given to ``LaunchRequest(labels=...)`` (values are made
             label-safe the same way).
         cfg: scheduler routing for ``list`` (e.g. ``{"namespace": ...}``).
+        without: label keys (without :data:`LABEL_PREFIX`): apps carrying any of them, with
+            any value, are left out (e.g. ones :func:`set_app_labels` marked as done).
 
     Returns:
         The matching apps (any state), in the scheduler's listing order.
@@ -93,6 +104,7 @@ def find_apps(
             f"scheduler `{scheduler}` does not support app labels: find its apps by handle"
         )
     wanted = labels_metadata(labels)
+    unwanted = {LABEL_PREFIX + check_label_key(k) for k in without}
     session = runner.name()
     by_labels = getattr(sched, "list_by_labels", None)
     if by_labels is not None:
@@ -110,5 +122,33 @@ def find_apps(
             labels={k.removeprefix(LABEL_PREFIX): v for k, v in found.items()},
         )
         for app_id, state, found in rows
-        if matches(found, wanted)
+        if matches(found, wanted) and not unwanted.intersection(found)
     ]
+
+
+def set_app_labels(runner: Runner, app_handle: str, labels: Mapping[str, object]) -> None:
+    """Adds ``labels`` to an existing app (a new value replaces an old one of the same key).
+
+    Later :func:`find_apps` calls (from any process) and ``describe`` see them. ``kubernetes``
+    patches the app's Jobs (plain mode) or Volcano Job; ``local_docker`` keeps each added
+    label on a marker volume next to the containers (their labels cannot change), removed
+    with the app.
+
+    Args:
+        runner: the runner.
+        app_handle: ``scheduler://session/app_id``.
+        labels: ``{key: value}`` (keys checked, values made label-safe as in ``find_apps``).
+
+    Raises:
+        ValueError: the scheduler does not support labels, a key is invalid, or the app does
+            not exist.
+    """
+    from torchx.specs.api import parse_app_handle
+
+    scheduler, _, app_id = parse_app_handle(app_handle)
+    sched: Any = runner._scheduler(scheduler)
+    if not getattr(sched, "supports_app_labels", False):
+        raise ValueError(
+            f"scheduler `{scheduler}` does not support app labels: {app_handle} cannot be labelled"
+        )
+    sched.set_app_labels(app_id, labels_metadata(labels))

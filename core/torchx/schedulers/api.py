@@ -235,6 +235,22 @@ class Scheduler(abc.ABC, Generic[T]):
         """
         time.sleep(max(0.0, timeout))
 
+    def set_app_labels(self, app_id: str, labels: Mapping[str, str]) -> None:
+        """Add (or overwrite) app labels on an existing app (``torchx.schedulers.labels``).
+
+        Schedulers with ``supports_app_labels`` implement it: afterwards ``describe``
+        (``metadata``) and ``list_by_labels`` see the new labels. The base has no labels.
+
+        Args:
+            app_id: the app.
+            labels: label entries, full keys (``LABEL_PREFIX`` included), label-safe values.
+
+        Raises:
+            NotImplementedError: the scheduler's apps carry no labels it can change.
+            ValueError: the app does not exist.
+        """
+        raise NotImplementedError(f"{self.__class__.__qualname__} cannot change app labels")
+
     def enforce_fail_fast(self, app_id: str) -> None:
         """Stop the replicas still running in an app whose ``describe`` said FAILED.
 

@@ -10,6 +10,8 @@ and ``delete`` work from any process. Unlike TorchX:
   follow layer call it once they see FAILED), so ``describe`` stays a read;
 - a cancelled app stays CANCELLED: ``cancel`` leaves a labelled marker volume next to the
   containers, and ``delete`` removes containers, network and marker;
+- container labels cannot change, so ``set_app_labels`` keeps each added label on a marker
+  volume of its own (``describe`` and ``list_by_labels`` merge them over the containers');
 - ``list`` is scoped to the scheduler's session, like ``local_cwd``.
 
 Importing this module does not import the ``docker`` SDK (creating a scheduler does).
@@ -18,6 +20,7 @@ Importing this module does not import the ``docker`` SDK (creating a scheduler d
 from __future__ import annotations
 
 import builtins
+import hashlib
 import logging
 import os
 import time
@@ -96,6 +99,8 @@ DEFAULT_GRACE_PERIOD = 10.0
 _SETTLE = 2.0
 """Seconds ``wait_for_change`` polls after an event until the change shows in the list."""
 LABEL_CANCELLED = "torchx.pytorch.org/cancelled"
+LABEL_LABELS_OF = "torchx.pytorch.org/labels-of"
+"""Marks a marker volume holding an app label added after launch (value: the app id)."""
 _INSTALL_HINT = "pip install 'torchx-flow[docker]'"
 
 
@@ -228,6 +233,17 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, Any]]):
     def _cancelled(self, app_id: str) -> bool:
         return bool(self._engine.markers(f"{LABEL_CANCELLED}={app_id}"))
 
+    def _marks(self, label: str) -> tuple[set[str], dict[str, dict[str, str]]]:
+        """The cancelled app ids and the added labels (by app id) of the markers with ``label``."""
+        cancelled: set[str] = set()
+        added: dict[str, dict[str, str]] = {}
+        for marker in self._engine.markers(label):
+            if LABEL_CANCELLED in marker:
+                cancelled.add(marker[LABEL_CANCELLED])
+            if LABEL_LABELS_OF in marker:
+                added.setdefault(marker[LABEL_LABELS_OF], {}).update(app_labels(marker))
+        return cancelled, added
+
     def describe(self, app_id: str) -> Optional[DescribeAppResponse]:
         """Describes an app from its containers' labels and states; None if it has none.
 
@@ -237,11 +253,12 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, Any]]):
         if not infos:
             return None
         states = [container_state(i.status, i.exit_code) for _, i in infos]
-        state = app_state(states, cancelled=self._cancelled(app_id))
+        cancelled, added = self._marks(f"{LABEL_APP_ID}={app_id}")
+        state = app_state(states, cancelled=app_id in cancelled)
         resp = DescribeAppResponse(app_id=app_id, state=state, num_restarts=0)
         resp.msg = failure_msg(infos, states)
         resp.roles, resp.roles_statuses = roles_from_containers(infos, states)
-        resp.metadata = dict(infos[0][1].labels)
+        resp.metadata = {**dict(infos[0][1].labels), **added.get(app_id, {})}
         resp.num_restarts = sum(
             self._engine.restart_count(cid) for cid, info in infos if info.retries
         )
@@ -286,29 +303,49 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, Any]]):
     def list_by_labels(
         self, labels: Mapping[str, str], cfg: Optional[Mapping[str, Any]] = None
     ) -> builtins.list[LabelledApp]:
-        """Lists the apps (of any session) whose containers carry ``labels`` (full keys).
+        """Lists the apps (of any session) carrying ``labels`` (full keys), added ones included.
 
-        One engine call filtered on the first label; the others are matched here.
+        One engine call for the markers, one for the containers with the first label; an app
+        that has the first label only as an added one costs one more.
         """
         if not labels:
             return []
         key, value = next(iter(labels.items()))
-        cancelled = {m.get(LABEL_CANCELLED) for m in self._engine.markers(LABEL_CANCELLED)}
+        cancelled, added = self._marks(LABEL_APP_ID)
         apps: dict[str, builtins.list[dict[str, Any]]] = {}
         for r in reversed(self._engine.containers(f"{key}={value}")):
-            if matches(r["labels"], labels):
-                apps.setdefault(r["labels"].get(LABEL_APP_ID, ""), []).append(r)
-        return [
-            LabelledApp(
-                app_id=app_id,
-                state=app_state(
-                    [container_state(r["status"], r["exit_code"]) for r in rs],
-                    cancelled=app_id in cancelled,
-                ),
-                labels=app_labels(rs[0]["labels"]),
+            apps.setdefault(r["labels"].get(LABEL_APP_ID, ""), []).append(r)
+        for app_id, extra in added.items():
+            if extra.get(key) == value and app_id not in apps:
+                rows = self._engine.containers(f"{LABEL_APP_ID}={app_id}")
+                if rows:
+                    apps[app_id] = builtins.list(reversed(rows))
+        found = []
+        for app_id, rs in apps.items():
+            merged = {**app_labels(rs[0]["labels"]), **added.get(app_id, {})}
+            if matches(merged, labels):
+                states = [container_state(r["status"], r["exit_code"]) for r in rs]
+                state = app_state(states, cancelled=app_id in cancelled)
+                found.append(LabelledApp(app_id=app_id, state=state, labels=merged))
+        return found
+
+    def set_app_labels(self, app_id: str, labels: Mapping[str, str]) -> None:
+        """Adds labels to the app: one marker volume per key (a new value replaces the old).
+
+        Raises:
+            ValueError: the app has no containers.
+        """
+        infos = self._infos(app_id)
+        if not infos:
+            raise ValueError(f"local_docker app `{app_id}` does not exist: it has no containers")
+        session = infos[0][1].session
+        for key, value in labels.items():
+            self._engine.remove_markers([f"{LABEL_LABELS_OF}={app_id}", key])
+            digest = hashlib.sha1(key.encode()).hexdigest()[:10]
+            self._engine.create_marker(
+                f"torchx-label-{app_id}-{digest}",
+                {LABEL_LABELS_OF: app_id, LABEL_APP_ID: app_id, LABEL_SESSION: session, key: value},
             )
-            for app_id, rs in apps.items()
-        ]
 
     def wait_for_change(self, app_id: str, timeout: float) -> None:
         """Returns once the app changed, or after ``timeout`` seconds; at once if it has ended.

@@ -198,8 +198,8 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVal]])
     """
 
     supports_app_labels = True
-    """Apps carry ``LaunchRequest(labels=...)`` as Job and pod labels (plain mode: found by
-    ``list_by_labels``; Volcano pods carry them too)."""
+    """Apps carry ``LaunchRequest(labels=...)`` as Job and pod labels in both modes (plain Jobs,
+    the Volcano Job), found by ``list_by_labels``, added by ``set_app_labels``."""
 
     def __init__(
         self,
@@ -384,19 +384,31 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVal]])
     def list_by_labels(
         self, labels: Mapping[str, str], cfg: Optional[Mapping[str, CfgVal]] = None
     ) -> builtins.list[LabelledApp]:
-        """The plain-mode apps of a namespace whose Jobs carry ``labels`` (a label selector).
+        """The apps of a namespace whose Jobs (plain Jobs, Volcano Job) carry ``labels``.
 
-        The namespace is ``cfg["namespace"]``, else the kube context's, else ``default``.
+        One label-selected list per mode, then each app found is described. The namespace is
+        ``cfg["namespace"]``, else the kube context's, else ``default``.
         """
         namespace = str((cfg or {}).get("namespace") or "") or self._context_namespace()
-        found: builtins.list[LabelledApp] = []
         with api_server_errors(self._api_client(), f"finding apps in namespace {namespace}"):
-            names = PlainOps(self._api_client).names_by_labels(namespace, dict(labels))
-        for name in names:
+            names = [n for m in self._modes() for n in m.names_by_labels(namespace, dict(labels))]
+        found: builtins.list[LabelledApp] = []
+        for name in dict.fromkeys(names):
             desc = self.describe(f"{namespace}:{name}")
             if desc is not None:
                 found.append(LabelledApp(desc.app_id, desc.state, app_labels(desc.metadata)))
         return found
+
+    def set_app_labels(self, app_id: str, labels: Mapping[str, str]) -> None:
+        """Patch ``labels`` onto the app's Jobs (plain mode) or its Volcano Job.
+
+        Raises:
+            ValueError: no mode has the app.
+        """
+        namespace, name = split_app_id(app_id)
+        with api_server_errors(self._api_client(), f"labelling {app_id}"):
+            if not any(m.set_labels(namespace, name, dict(labels)) for m in self._modes()):
+                raise ValueError(f"kubernetes app `{app_id}` does not exist")
 
     def _context_namespace(self) -> str:
         try:

@@ -11,8 +11,11 @@ container labels; ``kubernetes``: Job and pod labels) and return them in
 ``DescribeAppResponse.metadata``. A scheduler may also offer ``list_by_labels(labels, cfg)``
 (a backend-side filter, e.g. a Kubernetes label selector); otherwise
 :func:`~torchx.runner.labels.find_apps` lists the apps and describes each one.
-Adding labels to a new scheduler (e.g. ``slurm``, in the job's ``--comment``) means
-exactly these three steps.
+``Scheduler.set_app_labels(app_id, labels)`` adds labels to an app after launch
+(:func:`~torchx.runner.labels.set_app_labels`; ``kubernetes`` patches the Jobs or the Volcano
+Job, ``local_docker`` keeps them on marker volumes); ``describe`` and ``list_by_labels`` then
+return them with the others. Adding labels to a new scheduler (e.g. ``slurm``, in the job's
+``--comment``) means exactly these four steps.
 
 Keys and values are valid Kubernetes label names and values (at most 63 characters of
 ``[A-Za-z0-9-_.]``, alphanumeric at both ends): :func:`label_value` turns any string into

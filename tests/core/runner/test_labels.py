@@ -132,3 +132,69 @@ def test_kubernetes_plain_apps_are_found_by_their_labels(runner: Any) -> None:
         both = find_apps(runner, "kubernetes", {"test-run": run}, {"namespace": ns})
         assert {f.app_handle for f in both} == {train, other}
         assert find_apps(runner, "kubernetes", {"test-run": "x"}, {"namespace": ns}) == []
+
+
+# ------------------------------------------------------------------ labels added after launch
+
+
+def test_set_app_labels_needs_a_scheduler_with_labels(runner: Any) -> None:
+    from torchx.runner.labels import set_app_labels
+
+    with pytest.raises(ValueError, match="scheduler `local_cwd` does not support app labels"):
+        set_app_labels(runner, "local_cwd://s/app-1", {"processed": "true"})
+
+
+@pytest.mark.docker
+def test_docker_labels_added_after_launch_are_found_and_go_with_the_app(runner: Any) -> None:
+    from torchx.runner.labels import find_apps, set_app_labels
+    from torchx.schedulers.docker_scheduler import LABEL_LABELS_OF
+
+    train, other = _launch_pair(runner, "local_docker", {}, BUSYBOX)
+    sched = runner._scheduler("local_docker")
+    app_id = train.rpartition("/")[2]
+    try:
+        run = sched.describe(app_id).metadata[LABEL_PREFIX + "test-run"]
+        set_app_labels(runner, train, {"processed": "true"})
+        assert sched.describe(app_id).metadata[LABEL_PREFIX + "processed"] == "true"
+        both = {f.app_handle: f for f in find_apps(runner, "local_docker", {"test-run": run})}
+        assert both[train].labels["processed"] == "true" and "processed" not in both[other].labels
+        kept = find_apps(runner, "local_docker", {"test-run": run}, without=["processed"])
+        assert [f.app_handle for f in kept] == [other]
+        # the first label wanted is only on the marker: the app is found all the same
+        (found,) = find_apps(runner, "local_docker", {"processed": "true", "test-run": run})
+        assert found.app_handle == train and found.labels["task"] == "train"
+        set_app_labels(runner, train, {"processed": "again"})  # a new value replaces the old
+        assert sched.describe(app_id).metadata[LABEL_PREFIX + "processed"] == "again"
+        assert find_apps(runner, "local_docker", {"processed": "true", "test-run": run}) == []
+        runner.cancel(train)  # the cancel marker and the label marker live side by side
+        (found,) = find_apps(runner, "local_docker", {"test-run": run, "task": "train"})
+        assert found.state.name == "CANCELLED" and found.labels["processed"] == "again"
+        runner.delete(train)
+        assert sched._engine.markers(f"{LABEL_LABELS_OF}={app_id}") == []  # gone with the app
+        with pytest.raises(ValueError, match=f"local_docker app `{app_id}` does not exist"):
+            set_app_labels(runner, train, {"processed": "true"})
+    finally:
+        for handle in (train, other):
+            runner.delete(handle)
+
+
+@pytest.mark.k8s
+def test_kubernetes_labels_added_after_launch_are_found(runner: Any) -> None:
+    from _k8s_live import api_client, namespace
+
+    from torchx.runner.labels import find_apps, set_app_labels
+
+    with namespace(api_client()) as ns:
+        cfg = {"namespace": ns, "mode": "plain"}
+        train, other = _launch_pair(runner, "kubernetes", cfg, K8S_IMAGE)
+        sched = runner._scheduler("kubernetes")
+        run = sched.describe(train.rpartition("/")[2]).metadata[LABEL_PREFIX + "test-run"]
+        set_app_labels(runner, train, {"processed": "true"})
+        where = {"namespace": ns}
+        (found,) = find_apps(runner, "kubernetes", {"processed": "true"}, where)
+        assert found.app_handle == train and found.labels["test-run"] == run
+        kept = find_apps(runner, "kubernetes", {"test-run": run}, where, without=["processed"])
+        assert [f.app_handle for f in kept] == [other]
+        runner.delete(train)
+        with pytest.raises(ValueError, match="does not exist"):
+            set_app_labels(runner, train, {"processed": "true"})

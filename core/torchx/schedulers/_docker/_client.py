@@ -339,8 +339,8 @@ class DockerEngine:
         vols = self.client.api.volumes(filters={"label": label}).get("Volumes") or []
         return [v.get("Labels") or {} for v in vols]
 
-    def remove_markers(self, label: str) -> None:
-        """Removes the marker volumes carrying ``label``."""
+    def remove_markers(self, label: str | list[str]) -> None:
+        """Removes the marker volumes carrying ``label`` (every one of a list)."""
         for vol in self.client.volumes.list(filters={"label": label}):
             try:
                 vol.remove(force=True)

@@ -67,6 +67,12 @@ class Mode(Protocol):
     def list(self, namespace: str) -> builtins.list[ListAppResponse]:
         """The mode's apps in ``namespace``."""
 
+    def names_by_labels(self, namespace: str, labels: dict[str, str]) -> builtins.list[str]:
+        """The names of this mode's apps in ``namespace`` carrying ``labels`` (full keys)."""
+
+    def set_labels(self, namespace: str, name: str, labels: dict[str, str]) -> bool:
+        """Add ``labels`` to the app's objects (where ``names_by_labels`` looks); False if none."""
+
     def log_pod(self, namespace: str, name: str, role: str, k: int, wait: float) -> Optional[str]:
         """The pod whose log is replica ``k`` of ``role``, or None if it has no log (yet).
 

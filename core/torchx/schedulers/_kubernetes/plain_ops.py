@@ -66,8 +66,7 @@ _SELECTOR = f"{LABEL_ORGANIZATION}=torchx.pytorch.org,{LABEL_MODE}={MODE_LABEL_V
 def _api_exception() -> type[Exception]:
     from kubernetes.client.rest import ApiException
 
-    exc: type[Exception] = ApiException
-    return exc
+    return ApiException
 
 
 def app_selector(name: str) -> str:
@@ -294,17 +293,19 @@ class PlainOps:
         jobs = self._batch.list_namespaced_job(namespace, label_selector=selector).items
         return builtins.list(app_names(jobs))
 
+    def set_labels(self, namespace: str, name: str, labels: dict[str, str]) -> bool:
+        """Patch ``labels`` onto every Job of the app; False if it has none."""
+        jobs, body = self._jobs(namespace, name), {"metadata": {"labels": labels}}
+        for job in jobs:
+            self._batch.patch_namespaced_job(job.metadata.name, namespace, body)
+        return bool(jobs)
+
     def log_pod(
         self, namespace: str, name: str, role: str, k: int, wait: float = 0.0
     ) -> Optional[str]:
         """The newest pod of replica ``k`` of ``role`` once its container started, else None.
 
-        Args:
-            namespace: the app's namespace.
-            name: the app name.
-            role: the role name.
-            k: the replica id.
-            wait: seconds to wait for the container to start (0: do not wait).
+        Waits up to ``wait`` seconds for the container to start (see ``Mode.log_pod``).
 
         Raises:
             ValueError: the app has no such replica (naming the replicas it has).

@@ -2,10 +2,13 @@
 
 Volcano's controller runs the Job: it restarts, fails or aborts it per the Job's policies (as in
 TorchX), so this mode enforces nothing after a failure; its ``wait_for_change`` sleeps (no watch).
+App labels (``torchx.schedulers.labels``) are on the Volcano Job itself as well as on its pods'
+templates, so the Job is found by a label selector before (or without) any pod.
 """
 
 from __future__ import annotations
 
+import builtins
 import functools
 import json
 import time
@@ -36,6 +39,7 @@ from torchx.schedulers._kubernetes.volcano_status import (
 )
 from torchx.schedulers._kubernetes.waiting import events_reader, replica_reasons
 from torchx.schedulers.api import DescribeAppResponse, ListAppResponse
+from torchx.schedulers.labels import app_labels
 from torchx.specs.api import AppDef, is_terminal
 from torchx.util.strings import normalize_str
 
@@ -113,6 +117,9 @@ class VolcanoOps:
         """
         resource = app_to_volcano_job(app, app_id, settings, lambda replica: pod(app_id, replica))
         check_pod_names(resource)
+        labels = app_labels(app.metadata)
+        if labels:
+            resource["metadata"]["labels"] = labels
         return KubernetesJob(resource=resource)
 
     def validate(self, namespace: str, request: KubernetesJob) -> None:
@@ -170,9 +177,11 @@ class VolcanoOps:
             objects = [(p, "Pod", str(p.metadata.name)) for p in pending]
             found = replica_reasons(objects, events_reader(self._core, namespace))
             waiting = {objects[i][2]: reason for i, reason in found.items()}
-        return describe_vcjob(
+        desc = describe_vcjob(
             f"{namespace}:{name}", job, lambda pod: pod_hostname(ips.get(pod), namespace), waiting
         )
+        desc.metadata = app_labels(job.get("metadata", {}).get("labels") or {})
+        return desc
 
     def _pods(self, namespace: str, name: str) -> list[Any]:
         selector = f"{LABEL_UNIQUE_NAME}={clean_label(name)}"
@@ -224,15 +233,36 @@ class VolcanoOps:
 
     def list(self, namespace: str) -> list[ListAppResponse]:
         """Every Volcano Job of the namespace ([] when the Volcano CRD is not installed)."""
+        return [list_entry(namespace, item) for item in self._list(namespace)]
+
+    def names_by_labels(self, namespace: str, labels: dict[str, str]) -> builtins.list[str]:
+        """The names of the Volcano Jobs carrying ``labels`` (a label selector)."""
+        selector = ",".join(f"{k}={v}" for k, v in labels.items())
+        return [str(item["metadata"]["name"]) for item in self._list(namespace, selector)]
+
+    def set_labels(self, namespace: str, name: str, labels: dict[str, str]) -> bool:
+        """Merge-patch ``labels`` onto the Volcano Job; False if it does not exist."""
+        try:
+            self._custom.patch_namespaced_custom_object(
+                namespace=namespace, name=name, body={"metadata": {"labels": labels}}, **_CRD
+            )
+        except _api_exception() as e:
+            if getattr(e, "status", None) == 404:
+                return False
+            raise
+        return True
+
+    def _list(self, namespace: str, selector: str = "") -> builtins.list[dict[str, Any]]:
+        kwargs = {"label_selector": selector} if selector else {}
         try:
             resp = self._custom.list_namespaced_custom_object(
-                namespace=namespace, timeout_seconds=30, **_CRD
+                namespace=namespace, timeout_seconds=30, **_CRD, **kwargs
             )
         except _api_exception() as e:
             if getattr(e, "status", None) == 404:
                 return []
             raise
-        return [list_entry(namespace, item) for item in resp.get("items", [])]
+        return builtins.list(resp.get("items", []))
 
 
 def _create_error(e: Any, namespace: str, name: str) -> Exception:

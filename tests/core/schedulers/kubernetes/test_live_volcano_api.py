@@ -233,3 +233,41 @@ def test_replica_hostname_comes_from_the_pod_volcano_would_create(
         assert hosts[("trainer", 0)] == ""  # no pod
     finally:
         core.delete_namespaced_pod(pod_name, "default", grace_period_seconds=0)
+
+
+def test_volcano_jobs_carry_app_labels_found_by_selector_and_labelled_after_launch(
+    api: Any, scheduler: KubernetesScheduler
+) -> None:
+    """The Volcano Job itself carries the labels: found before (here: without) any pod."""
+    from kubernetes import client
+
+    from torchx.schedulers.labels import LABEL_PREFIX, labels_metadata
+
+    tag, cfg = uuid.uuid4().hex[:8], {"namespace": "default"}
+    apps = {}
+    for task in ("train", "eval"):
+        app = _app(task)
+        app.metadata.update(labels_metadata({"test-run": tag, "task": task}))
+        apps[task] = scheduler.submit(app, CFG)
+    train = apps["train"]
+    job = client.CustomObjectsApi(api).get_namespaced_custom_object(
+        namespace="default", name=train.split(":")[1], **GVP
+    )
+    assert job["metadata"]["labels"][LABEL_PREFIX + "task"] == "train"
+    both = scheduler.list_by_labels(labels_metadata({"test-run": tag}), cfg)
+    assert {f.app_id for f in both} == set(apps.values())
+    (one,) = scheduler.list_by_labels(labels_metadata({"test-run": tag, "task": "train"}), cfg)
+    assert one.app_id == train and one.labels[LABEL_PREFIX + "task"] == "train"
+
+    _set_status(api, train, "Completed", {"trainer-0": "Succeeded", "ps-0": "Succeeded"})
+    scheduler.set_app_labels(train, labels_metadata({"processed": "true"}))
+    desc = scheduler.describe(train)
+    assert desc is not None and desc.state == AppState.SUCCEEDED  # the status is untouched
+    assert desc.metadata[LABEL_PREFIX + "processed"] == "true"
+    wanted = labels_metadata({"processed": "true", "test-run": tag})
+    (done,) = scheduler.list_by_labels(wanted, cfg)
+    assert done.app_id == train and done.state == AppState.SUCCEEDED
+    scheduler.delete(train)
+    assert scheduler.list_by_labels(wanted, cfg) == []
+    with pytest.raises(ValueError, match=f"kubernetes app `{train}` does not exist"):
+        scheduler.set_app_labels(train, wanted)
