@@ -6,14 +6,20 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Optional
 
-from torchx_airflow._reattach import AppSlot, Decision, decide, other_host_message
+from torchx_airflow._reattach import (
+    PROCESSED_LABEL,
+    AppSlot,
+    Decision,
+    decide,
+    other_host_message,
+)
 
 if TYPE_CHECKING:
     from torchx.runner.api import Runner
     from torchx.specs.api import AppStatus
     from torchx_airflow._settings import TorchXSettings
 
-__all__ = ["Earlier", "find_earlier", "labelled"]
+__all__ = ["Earlier", "find_earlier", "labelled", "mark_processed"]
 
 Earlier = tuple[Optional[str], Optional["AppStatus"]]
 """``(app handle, status)`` of an app to wait for or reuse; ``(None, None)``: launch."""
@@ -27,14 +33,18 @@ def _by_labels(
     processed: list[str],
     log: Any,
 ) -> Optional[str]:
-    """The newest unprocessed app carrying ``labels``; a live one before an ended one."""
+    """The newest unprocessed app carrying ``labels``; a live one before an ended one.
+
+    Unprocessed: neither in the store's ``processed`` nor labelled :data:`PROCESSED_LABEL`.
+    """
     from torchx.runner.labels import find_apps, supports_labels
     from torchx_airflow._deferred import routing_cfg
 
     if not labels or not supports_labels(runner, scheduler):
         return None
     cfg = routing_cfg(runner, settings, scheduler)  # e.g. the namespace the app went to
-    found = [a for a in find_apps(runner, scheduler, labels, cfg) if a.app_handle not in processed]
+    apps = find_apps(runner, scheduler, labels, cfg, without=[PROCESSED_LABEL])
+    found = [a for a in apps if a.app_handle not in processed]
     if not found:
         return None
     live = [a for a in found if a.state.name not in ("SUCCEEDED", "FAILED", "CANCELLED")]
@@ -57,17 +67,16 @@ def find_earlier(
 ) -> Earlier:
     """Returns the app of an earlier try to wait for or reuse, else ``(None, None)``.
 
-    Nothing to find on a task instance's first try or without a task state store (which
-    records the processed apps). An app found but not taken (ended FAILED, CANCELLED or
+    Nothing to find on a task instance's first try. The task state store's record comes first;
+    else the label search (``labels``; it works without a store too: processed apps carry
+    :data:`PROCESSED_LABEL`). An app found but not taken (ended FAILED, CANCELLED or
     vanished) is marked processed.
 
     Raises:
         AirflowException: a host-local app of an unfinished try was launched on another host
             and ``on_other_host`` is ``fail``.
     """
-    if not slot.available:
-        return None, None
-    record = slot.get()
+    record = slot.get()  # empty without a store
     handle = record.pending()
     if handle is not None and record.host:
         from torchx_airflow._deferral import host_identity, is_host_local
@@ -80,7 +89,7 @@ def find_earlier(
 
                 raise AirflowException(message)
             log.warning("%s; launching a new app (on_other_host=launch)", message)
-            slot.mark_processed(handle)
+            slot.mark_processed(handle)  # local_cwd: no labels
             handle = None
     if handle is None and not slot.first_try:
         handle = _by_labels(runner, settings, scheduler, labels, record.processed, log)
@@ -91,9 +100,37 @@ def find_earlier(
     state = status.state.name if status is not None else "GONE"
     log.info("app of a previous try: %s is %s -> %s", handle, state, decision.value)
     if decision is Decision.LAUNCH:
-        slot.mark_processed(handle)
+        mark_processed(runner, slot, handle, log, on_app=bool(labels) and status is not None)
         return None, None
     return handle, status
+
+
+def mark_processed(
+    runner: Runner, slot: AppSlot, app_handle: str, log: Any, on_app: bool = True
+) -> None:
+    """Records that a try saw ``app_handle`` end: no later try (or cleared task) reuses it.
+
+    In the task state store (when this task instance keeps a record there, or its apps carry
+    labels), and with ``on_app`` on the app itself (:data:`PROCESSED_LABEL`) when its
+    scheduler has labels. Never raises for the label: a warning says what it means.
+    """
+    on_scheduler = labelled(runner, app_handle)
+    if slot.written or slot.get().app_handle or on_scheduler:
+        slot.mark_processed(app_handle)
+    if not (on_app and on_scheduler):
+        return
+    from torchx.runner.labels import set_app_labels
+
+    try:
+        set_app_labels(runner, app_handle, {PROCESSED_LABEL: "true"})
+    except Exception as e:
+        log.warning(
+            "could not label TorchX app %s processed (%s: %s): without the task state store a"
+            " cleared task may reuse it",
+            app_handle,
+            type(e).__name__,
+            e,
+        )
 
 
 def labelled(runner: Runner, app_handle: str) -> bool:

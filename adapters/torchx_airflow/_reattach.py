@@ -11,11 +11,14 @@ exactly one app:
   under :data:`STATE_KEY`. XComs are cleared at every try, the store is not (not even by
   clearing the task: ``[state_store] clear_on_success`` is False by default).
 
-An app is used by one finishing try only: the try that sees it end adds it to ``processed``
-(:meth:`AppSlot.mark_processed`); a later try (a retry, or a cleared task) never reuses a
-processed app, so clearing a succeeded task runs it again. An app whose try died before
-seeing its end is taken over: waited for when live, reused when it SUCCEEDED, replaced when it
-FAILED or was cancelled (:func:`decide`).
+An app is used by one finishing try only: the try that sees it end marks it processed, in the
+store (``processed``, :meth:`AppSlot.mark_processed`) and, where the scheduler has labels, on
+the app itself (label :data:`PROCESSED_LABEL`, ``torchx.runner.labels.set_app_labels``), so
+that the label search skips it even when the store is empty (Airflow < 3.3, ``durable`` store
+rows cleared, ``[state_store] clear_on_success = True``). A later try (a retry, or a cleared
+task) never reuses a processed app, so clearing a succeeded task runs it again. An app whose
+try died before seeing its end is taken over: waited for when live, reused when it SUCCEEDED,
+replaced when it FAILED or was cancelled (:func:`decide`).
 
 ``local_cwd`` apps (no labels) live on the worker that launched them: the record names that
 host (``_deferral.host_identity()``), and a try on another host cannot see the app. It logs
@@ -35,6 +38,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ON_OTHER_HOST",
+    "PROCESSED_LABEL",
     "STATE_KEY",
     "AppRecord",
     "AppSlot",
@@ -49,6 +53,8 @@ STATE_KEY = "torchx_app"
 _OLD_KEY = "torchx_app_handle"  # a bare handle string (before host and processed were kept)
 _MAX_PROCESSED = 1000  # processed handles remembered (a label search must skip every one)
 ON_OTHER_HOST = ("fail", "launch")
+PROCESSED_LABEL = "airflow-processed"
+"""The app label (value ``true``) of an app a try saw end: no label search finds it again."""
 
 
 def check_on_other_host(value: str, task_id: str) -> str:

@@ -368,13 +368,13 @@ class TorchXOperator(BaseOperator):
 
     def _finish(self, context: Context, runner: Runner, result: FollowResult, slot: AppSlot) -> Any:
         """Marks the app processed, applies ``on_finish_action``, returns or raises."""
-        from torchx_airflow._attach import labelled
+        from torchx_airflow._attach import mark_processed
         from torchx_airflow._cleanup import finish_app
         from torchx_airflow._status import failure_message, xcom_result
 
         handle, status = result.app_handle, result.status
-        if slot.written or slot.get().app_handle or labelled(runner, handle):
-            slot.mark_processed(handle)  # no later try (or cleared task) reuses this app
+        # no later try (or cleared task) reuses this app: in the store and on the app
+        mark_processed(runner, slot, handle, self.log, on_app=self.durable)
         xcom = xcom_result(handle, status)
         self._ui_url = xcom["ui_url"]
         finish_app(runner, handle, self.on_finish_action, self.log)

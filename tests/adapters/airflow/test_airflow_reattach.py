@@ -117,7 +117,7 @@ with DAG("{dag_id}", schedule=None, start_date=datetime(2024, 1, 1)):
     TorchXOperator(
         task_id="job",
         component="utils.sh",
-        component_args=["--image", "{image}", "sh", "-c", "sleep 15; echo job done"],
+        component_args=["--image", "{image}", "sh", "-c", "sleep 30; echo job done"],
         scheduler="local_docker",
         retries=2,
     )
