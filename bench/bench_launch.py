@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -52,9 +53,9 @@ with DAG("empty", schedule=None, start_date=datetime(2024, 1, 1)):
 PARSE = """
 import runpy, sys, time
 import airflow.sdk  # already paid by the DAG processor
-t0 = time.perf_counter()
+t0, c0 = time.perf_counter(), time.process_time()
 runpy.run_path(sys.argv[1])
-print(time.perf_counter() - t0)
+print(time.perf_counter() - t0, time.process_time() - c0)
 """
 RAW_JOB = """
 import sys, time, uuid
@@ -111,15 +112,26 @@ def api_worker(rounds: int, k8s: str) -> None:
     print(json.dumps(out))
 
 
+CPU: list[float] = []  # CPU time (user + sys, children included) of each wall() call
+
+
 def wall(argv: list[str], env: dict[str, str], cwd: str) -> float:
+    """Wall time of ``argv``; its CPU time is appended to :data:`CPU`."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     subprocess.run(argv, env=env, cwd=cwd, check=True, capture_output=True)
-    return time.perf_counter() - start
+    took = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    CPU.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    return took
 
 
 def printed(argv: list[str], env: dict[str, str], cwd: str) -> float:
+    """The wall time ``argv`` prints (``WALL CPU``); the CPU time goes to :data:`CPU`."""
     out = subprocess.run(argv, env=env, cwd=cwd, check=True, capture_output=True, text=True)
-    return float(out.stdout.strip().splitlines()[-1])
+    took, cpu = out.stdout.strip().splitlines()[-1].split()
+    CPU.append(float(cpu))
+    return float(took)
 
 
 def interleave(variants: list[Variant], fn: Callable[[Variant], float]) -> dict[str, list[float]]:
@@ -135,9 +147,10 @@ def interleave(variants: list[Variant], fn: Callable[[Variant], float]) -> dict[
 def fmt(samples: list[float] | None, unit: float = 1000) -> str:
     if not samples:
         return "-"
-    med = statistics.median(samples)
-    suffix = "ms" if unit == 1000 else "s"
-    return f"{med * unit:.1f} {suffix} ({min(samples) * unit:.0f}-{max(samples) * unit:.0f})"
+    med, low, high = statistics.median(samples), min(samples), max(samples)
+    if unit == 1000:
+        return f"{med * unit:.1f} ms ({low * unit:.0f}-{high * unit:.0f})"
+    return f"{med:.2f} s ({low:.2f}-{high:.2f})"
 
 
 def envs(args: argparse.Namespace, home: str) -> list[Variant]:
@@ -182,10 +195,17 @@ def main() -> None:
         def add(label: str, found: dict[str, list[float]], goal: str, unit: float = 1000) -> None:
             rows.append([label, *(fmt(found.get(c), unit) for c in cols), goal])
 
+        def cpu_row() -> None:
+            n = len(variants)
+            per = {c: CPU[-n * REPEAT :][i::n] for i, c in enumerate(cols)}
+            add("  CPU time (user+sys)", per, "")
+
         py = interleave(variants, lambda v: wall([v[1], "-c", "pass"], v[2], home))
         add("python -c pass", py, "")
+        cpu_row()
         helped = interleave(variants, lambda v: wall([torchx_bin(v[1]), "--help"], v[2], home))
         add("torchx --help", helped, "<= 1.5x python")
+        cpu_row()
         ratio = {
             c: [statistics.median(helped[c]) / statistics.median(py[c])] for c in cols if py[c]
         }
@@ -196,6 +216,7 @@ def main() -> None:
             interleave(variants, lambda v: wall([torchx_bin(v[1]), *run], v[2], home)),
             "<= 100 ms",
         )
+        cpu_row()
         kube, ns = _k8s_setup() if args.k8s else ("", "")
         api: dict[str, dict[str, list[float]]] = {c: {} for c in cols}
         for _ in range(3):  # three interleaved batches of REPEAT // 3 launches
@@ -230,8 +251,12 @@ def _dag_parse(ours: list[Variant], home: str, add: Callable[..., None]) -> None
             [v[1], "-c", PARSE, str(empty) if v[0] == "empty DAG" else dag], v[2], home
         ),
     )
+    n = len(variants)
+    cpu = {v[0]: CPU[-n * REPEAT :][i::n] for i, v in enumerate(variants)}
     add("parse: empty DAG file", {ours[0][0]: found["empty DAG"]}, "")
+    add("  CPU time", {ours[0][0]: cpu["empty DAG"]}, "")
     add("parse: dags/torchx_training.py", {v[0]: found[v[0]] for v in ours}, "<= 2x empty")
+    add("  CPU time", {v[0]: cpu[v[0]] for v in ours}, "")
 
 
 def _k8s_setup() -> tuple[str, str]:
