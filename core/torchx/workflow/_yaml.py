@@ -10,7 +10,7 @@ Path_ = tuple[Any, ...]
 Lines = dict[Path_, int]
 
 
-def _convert(node: Any, path: Path_, lines: Lines, loader: Any) -> Any:
+def _convert(node: Any, path: Path_, lines: Lines, loader: Any, source: str) -> Any:
     import yaml
 
     lines[path] = node.start_mark.line + 1
@@ -18,11 +18,16 @@ def _convert(node: Any, path: Path_, lines: Lines, loader: Any) -> Any:
         out: dict[Any, Any] = {}
         for key_node, value_node in node.value:
             key = loader.construct_object(key_node, deep=True)
-            out[key] = _convert(value_node, (*path, key), lines, loader)
+            if isinstance(key, (dict, list)):  # `{{x: 1}}` is a mapping used as a key
+                raise ValueError(
+                    f"{source}:{key_node.start_mark.line + 1}: invalid YAML: a mapping key must"
+                    " be a plain value, not a mapping or list (quote a `{{ ... }}` reference)"
+                )
+            out[key] = _convert(value_node, (*path, key), lines, loader, source)
             lines[(*path, key)] = key_node.start_mark.line + 1
         return out
     if isinstance(node, yaml.SequenceNode):
-        return [_convert(v, (*path, i), lines, loader) for i, v in enumerate(node.value)]
+        return [_convert(v, (*path, i), lines, loader, source) for i, v in enumerate(node.value)]
     return loader.construct_object(node, deep=True)
 
 
@@ -51,4 +56,4 @@ def load_yaml(text: str, source: str) -> tuple[Any, Lines]:
     lines: Lines = {}
     if node is None:
         return None, lines
-    return _convert(node, (), lines, yaml.SafeLoader("")), lines
+    return _convert(node, (), lines, yaml.SafeLoader(""), source), lines

@@ -202,6 +202,19 @@ def test_bad_yaml_and_bad_expression(tmp_path: Path) -> None:
     )
 
 
+def test_unquoted_reference_as_a_mapping_key_is_one_clear_line(tmp_path: Path) -> None:
+    # `{{x: Model}}` parses as a mapping inside a mapping: YAML accepts it, a dict key cannot be one
+    path = _write(
+        tmp_path,
+        "name: y\nsteps:\n  a:\n    component: utils.echo\n    artifacts: {{x: Model}}\n",
+    )
+    with pytest.raises(ValueError) as info:
+        load_pipeline(path)
+    message = str(info.value)
+    assert message.startswith(f"{path}:5: invalid YAML: a mapping key must be a plain value")
+    assert "\n" not in message
+
+
 def test_step_needs_exactly_one_of_component_or_app() -> None:
     with pytest.raises(ValueError, match="set exactly one of `component`"):
         Step()
