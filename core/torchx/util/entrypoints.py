@@ -198,19 +198,36 @@ def _declared_entry_points() -> bytes | None:
     mtimes = tuple(_mtime_ns(path) for path in paths)
     if _scanned is not None and _scanned[:2] == (paths, mtimes):
         return _scanned[2]
-    declared = _scan_entry_points(paths)
     import time
 
-    if max(mtimes, default=-1) < time.time_ns() - _RACY_NS:
+    now = time.time_ns()
+    declared = _scan_entry_points(paths, mtimes, now)
+    if max(mtimes, default=-1) < now - _RACY_NS:
         _scanned = (paths, mtimes, declared)
     return declared
 
 
-def _scan_entry_points(paths: tuple[str, ...]) -> bytes | None:
-    dists = _dist_info_dirs(paths)
-    if dists is None:
-        return None
-    return b"\n".join(_read_entry_points(d) for d in dists)
+# {path entry: (its mtime, its entry_points.txt files)}: the entries that had not changed for
+# two seconds, so that one recently changed entry (a working directory on sys.path that is
+# being edited) rescans only itself, not every distribution of site-packages
+_by_path: dict[str, tuple[int, bytes | None]] = {}
+
+
+def _scan_entry_points(paths: tuple[str, ...], mtimes: tuple[int, ...], now: int) -> bytes | None:
+    found: list[bytes] = []
+    for path, mtime in zip(paths, mtimes, strict=True):
+        cached = _by_path.get(path)
+        if cached is not None and cached[0] == mtime:
+            declared = cached[1]
+        else:
+            dists = _dist_info_dirs([path])
+            declared = None if dists is None else b"\n".join(map(_read_entry_points, dists))
+            if 0 <= mtime < now - _RACY_NS:
+                _by_path[path] = (mtime, declared)
+        if declared is None:
+            return None
+        found.append(declared)
+    return b"\n".join(found)
 
 
 def _dist_info_dirs(paths: Iterable[str]) -> list[str] | None:

@@ -151,3 +151,26 @@ def test_the_importlib_metadata_backport_finder_keeps_the_scan(
     assert not entrypoints._custom_distribution_finders()
     monkeypatch.setattr(sys, "meta_path", [*sys.meta_path, Custom()])
     assert entrypoints._custom_distribution_finders()
+
+
+@pytest.mark.usefixtures("_no_custom_finders")
+def test_a_recently_changed_directory_rescans_only_itself(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    old, racy = tmp_path / "old", tmp_path / "racy_only"
+    old.mkdir()
+    racy.mkdir()
+    write_dist(old, "old_dist", {"g.old": {"p": "os.path:join"}})
+    _set_mtime(old, 60)
+    monkeypatch.syspath_prepend(str(old))
+    monkeypatch.syspath_prepend(str(racy))
+    monkeypatch.setattr(entrypoints, "_scanned", None)
+    assert entrypoints.group_may_have_entry_points("g.old")
+    assert entrypoints._scanned is None  # `racy` changed just now: the whole scan is not kept
+    read: list[str] = []
+    real = entrypoints._read_entry_points
+    monkeypatch.setattr(entrypoints, "_read_entry_points", lambda d: read.append(d) or real(d))
+    assert entrypoints.group_may_have_entry_points("g.old")
+    assert not [d for d in read if d.startswith(str(old))]  # old's files were not read again
+    write_dist(racy, "racy_dist", {"g.racy": {"p": "os.path:join"}})
+    assert entrypoints.group_may_have_entry_points("g.racy")
