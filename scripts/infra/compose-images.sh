@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# Builds the images docker-compose.yml runs, locally (nothing can be pulled here):
+# Builds the images docker-compose.yml and docker-compose.celery.yml run, locally (nothing can be
+# pulled here):
 #   torchx-flow/postgres:15     Debian 12's postgresql-15 on torchx-flow/python:3.11
-#   torchx-flow/airflow:3.3.2   Airflow 3.3.2 + this project ([airflow,examples]) in a venv on
+#   torchx-flow/redis:7         Debian 12's redis-server (the Celery broker) on the same base
+#   torchx-flow/airflow:3.3.2   Airflow 3.3.2 with its celery extra + this project
+#                               ([airflow,examples,kubernetes]) in a venv on
 #                               torchx-flow/python:3.11, installed offline from wheels that
 #                               `pip wheel` downloads on the host into
 #                               $TORCHX_FLOW_CACHE/compose/wheels (outside the checkout)
@@ -17,7 +20,13 @@ export DOCKER_HOST
 REPO=$(cd "$here/../.." && pwd)
 WORK=$CACHE/compose
 LABEL=org.torchx-flow.inputs
-EXTRA_WHEELS="psycopg2-binary asyncpg"   # Postgres drivers of the metadata DB (sync and async)
+# Postgres drivers of the metadata DB (sync and async); the CeleryExecutor (celery provider, celery,
+# the redis client) at the Airflow version the project pins. celery 5.7 dropped
+# celery.backends.database.retry, which the celery provider (3.26) imports: celery < 5.7. The
+# image's Python is Debian's 3.11.2, where the redis client needs async-timeout (a marker on the
+# full Python version, which a newer host Python would skip).
+EXTRA_WHEELS=(psycopg2-binary asyncpg "apache-airflow[celery]==3.3.2" "celery<5.7" async-timeout)
+PROJECT_EXTRAS="airflow,examples,kubernetes"
 mkdir -p "$WORK"
 # one build at a time per cache dir (several checkouts may share it)
 exec 9>"$WORK/.lock"
@@ -38,15 +47,19 @@ pip_cmd() {
   else log "no pip: install python3-pip or run \`make venv\` first"; return 1; fi
 }
 
-postgres_image() {
-  local key; key=$(files_hash compose/postgres)
-  [ "$(label_of torchx-flow/postgres:15)" = "$key" ] && return 0
-  local old; old=$(id_of torchx-flow/postgres:15)
-  log "building torchx-flow/postgres:15 (Debian's postgresql-15)"
-  docker build -q --label "$LABEL=$key" -t torchx-flow/postgres:15 "$REPO/compose/postgres" \
-    >"$WORK/build-postgres.log" 2>&1 || { tail -n 20 "$WORK/build-postgres.log" >&2; return 1; }
-  replaced torchx-flow/postgres:15 "$old"
+# debian_image NAME TAG WHAT: builds torchx-flow/NAME:TAG from compose/NAME (Debian packages)
+debian_image() {
+  local image=torchx-flow/$1:$2 key; key=$(files_hash "compose/$1")
+  [ "$(label_of "$image")" = "$key" ] && return 0
+  local old; old=$(id_of "$image")
+  log "building $image ($3)"
+  docker build -q --label "$LABEL=$key" -t "$image" "$REPO/compose/$1" \
+    >"$WORK/build-$1.log" 2>&1 || { tail -n 20 "$WORK/build-$1.log" >&2; return 1; }
+  replaced "$image" "$old"
 }
+
+postgres_image() { debian_image postgres 15 "Debian's postgresql-15"; }
+redis_image() { debian_image redis 7 "Debian's redis-server"; }
 
 # fetch_wheels KEY: Airflow, this project's dependencies and the Postgres drivers as wheels, once
 # per KEY (pyproject.toml changed: fetched again; pip's own cache keeps that quick).
@@ -54,10 +67,10 @@ fetch_wheels() {
   local key=$1 dir=$WORK/wheels pip
   [ -f "$dir/.key" ] && [ "$(cat "$dir/.key")" = "$1" ] && return 0
   pip=$(pip_cmd)
-  log "downloading wheels into $dir (Airflow 3.3.2, torch, this project's dependencies)"
+  log "downloading wheels into $dir (Airflow 3.3.2 + celery, torch, this project's dependencies)"
   rm -rf "$dir" "$dir.tmp"
-  # shellcheck disable=SC2086
-  $pip wheel --quiet -w "$dir.tmp" "$REPO[airflow,examples]" $EXTRA_WHEELS >"$WORK/pip-wheel.log" 2>&1 ||
+  $pip wheel --quiet -w "$dir.tmp" "$REPO[$PROJECT_EXTRAS]" "${EXTRA_WHEELS[@]}" \
+    >"$WORK/pip-wheel.log" 2>&1 ||
     { tail -n 20 "$WORK/pip-wheel.log" >&2; return 1; }
   rm -f "$dir.tmp"/torchx_flow-*.whl
   echo "$key" >"$dir.tmp/.key"
@@ -65,19 +78,20 @@ fetch_wheels() {
 }
 
 # image_requirements: what the image installs from pyproject.toml (the base dependencies and the
-# airflow and examples extras), so edits elsewhere in pyproject.toml do not refetch the wheels
+# airflow, examples and kubernetes extras), so edits elsewhere in pyproject.toml do not refetch
+# the wheels
 image_requirements() {
-  python3 - "$REPO/pyproject.toml" <<'EOP'
+  python3 - "$REPO/pyproject.toml" "$PROJECT_EXTRAS" <<'EOP'
 import json, sys, tomllib
 project = tomllib.load(open(sys.argv[1], "rb"))["project"]
 extras = project.get("optional-dependencies", {})
-print(json.dumps([project.get("dependencies"), extras.get("airflow"), extras.get("examples")]))
+print(json.dumps([project.get("dependencies")] + [extras.get(e) for e in sys.argv[2].split(",")]))
 EOP
 }
 
 airflow_image() {
   local key deps_key ctx pip
-  deps_key=$( (image_requirements; echo "$EXTRA_WHEELS") | sha)
+  deps_key=$( (image_requirements; echo "${EXTRA_WHEELS[*]}") | sha)
   key=$( (echo "$deps_key"; files_hash compose/airflow core adapters) | sha)
   [ "$(label_of torchx-flow/airflow:3.3.2)" = "$key" ] && return 0
   fetch_wheels "$deps_key"
@@ -99,8 +113,8 @@ airflow_image() {
 }
 
 docker image inspect torchx-flow/python:3.11 >/dev/null 2>&1 || "$here/images.sh"
-# the two builds overlap: Postgres mostly waits on apt downloads, Airflow on pip and disk
-postgres_image &
-pg=$!
+# the builds overlap: Postgres and Redis mostly wait on apt downloads, Airflow on pip and disk
+(postgres_image && redis_image) &
+debian=$!
 airflow_image
-wait "$pg"
+wait "$debian"

@@ -1,0 +1,92 @@
+"""DAGs of the Celery stack's fault tests and bench, on the ``torchx`` connection's cluster.
+
+tests/dags/test_dags_celery.py and bench/bench_airflow_celery.py put this file next to the
+example DAG (dags/torchx_training.py) in the stack's DAG folder (``TORCHX_FLOW_DAGS``):
+
+- ``torchx_training_ddp``: the example pipeline (examples/pipeline.yaml) with ``train`` as a
+  2-replica DDP app (``dist.ddp -j 2x1``: one pod per replica);
+- ``torchx_train``: that ``train`` step alone (the faults that kill a worker or the triggerer
+  while it runs); ``torchx_train_deferred``: the same, deferrable;
+- ``torchx_timeout``: ``utils.sh sleep 600`` with a 20 s ``execution_timeout`` and no retry;
+- ``torchx_echo``: ``utils.echo``, the bench's unit of work; ``torchx_sleep_deferred``:
+  ``utils.sh sleep {{ params.seconds }}``, deferrable (the bench's deferred apps).
+
+Every step gets Airflow's default retries of the stack (``TASK_RETRIES``, 1 there), so a task
+whose worker died runs again on the other worker.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime, timedelta
+
+from airflow.sdk import DAG
+
+from torchx.workflow import load_pipeline
+from torchx_airflow import TorchXOperator, dag_from_pipeline
+
+EXAMPLES = os.environ.get("TORCHX_FLOW_EXAMPLES", "/opt/torchx-flow/examples")
+START = datetime(2025, 1, 1)
+_DEFAULTS = {"retry_delay": timedelta(seconds=2)}
+
+
+def _ddp_pipeline(*only: str):  # type: ignore[no-untyped-def]
+    """The example pipeline, ``train`` with 2 replicas of 1 worker; only the steps ``only``."""
+    pipeline = load_pipeline(os.path.join(EXAMPLES, "pipeline.yaml"))
+    train = pipeline.steps["train"]
+    train.args = ["2x1" if a == "1x2" else a for a in train.args]
+    if only:
+        pipeline.steps = {name: pipeline.steps[name] for name in only}
+        train.depends_on = [d for d in train.depends_on if d in only]
+    return pipeline
+
+
+training_ddp = dag_from_pipeline(
+    _ddp_pipeline(), dag_id="torchx_training_ddp", default_args=_DEFAULTS, tags=["torchx"]
+)
+train = dag_from_pipeline(
+    _ddp_pipeline("train"), dag_id="torchx_train", default_args=_DEFAULTS, tags=["torchx"]
+)
+train_deferred = dag_from_pipeline(
+    _ddp_pipeline("train"),
+    dag_id="torchx_train_deferred",
+    default_args={**_DEFAULTS, "deferrable": True},
+    tags=["torchx"],
+)
+
+with DAG("torchx_timeout", schedule=None, start_date=START, catchup=False, tags=["torchx"]):
+    TorchXOperator(
+        task_id="sleep",
+        component="utils.sh",
+        component_args=["sleep", "600"],
+        scheduler="kubernetes",
+        execution_timeout=timedelta(seconds=20),
+        retries=0,
+    )
+
+with DAG("torchx_echo", schedule=None, start_date=START, catchup=False, tags=["torchx"]):
+    TorchXOperator(
+        task_id="echo",
+        component="utils.echo",
+        component_args=["--msg", "hello from {{ run_id }}"],
+        scheduler="kubernetes",
+        poll_interval=1.0,
+        retries=0,
+    )
+
+with DAG(
+    "torchx_sleep_deferred",
+    schedule=None,
+    start_date=START,
+    catchup=False,
+    params={"seconds": 30},
+    tags=["torchx"],
+):
+    TorchXOperator(
+        task_id="sleep",
+        component="utils.sh",
+        component_args=["sleep", "{{ params.seconds }}"],
+        scheduler="kubernetes",
+        deferrable=True,
+        retries=0,
+    )
