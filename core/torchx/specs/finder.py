@@ -391,7 +391,15 @@ def _find_component(name: str, validators: list[ComponentFunctionValidator] | No
     if not _components:
         from torchx.specs._builtin_lookup import find_builtin
 
-        found = find_builtin(name, validators)
+        found: _Component | None = find_builtin(
+            name,
+            base_module=_BUILTINS_MODULE,
+            skip=_NOT_COMPONENT_MODULES,
+            entry_point_group=_ENTRY_POINT_GROUP,
+            components_in=lambda m, base: ModuleComponentsFinder(base, "")._components_in(
+                m, base, validators
+            ),
+        )
         if found is not None:
             return found
     components = _load_components(validators)

@@ -9,8 +9,21 @@ import uuid
 import pytest
 
 from torchx.specs import finder
-from torchx.specs._builtin_lookup import find_builtin
+from torchx.specs._builtin_lookup import find_builtin as _find_builtin
 from torchx.util.session import _uuid4
+
+
+def find_builtin(name: str, validators: None) -> finder._Component | None:
+    """The lookup with the finder's arguments, as ``finder._find_component`` calls it."""
+    return _find_builtin(
+        name,
+        base_module=finder._BUILTINS_MODULE,
+        skip=finder._NOT_COMPONENT_MODULES,
+        entry_point_group=finder._ENTRY_POINT_GROUP,
+        components_in=lambda m, base: finder.ModuleComponentsFinder(base, "")._components_in(
+            m, base, validators
+        ),
+    )
 
 
 def test_every_builtin_is_found_as_the_walk_finds_it() -> None:
