@@ -8,15 +8,18 @@ operator uses when present (``task_state_store`` for re-attach, ``BaseTrigger.on
 from __future__ import annotations
 
 from importlib import metadata
+from typing import TYPE_CHECKING, Any
 
 try:
     from airflow.sdk import BaseHook, BaseOperator, BaseOperatorLink, Connection, Context
     from airflow.sdk.exceptions import AirflowException, AirflowNotFoundException, TaskDeferred
-    from airflow.triggers.base import BaseTrigger, TriggerEvent
 except ImportError as e:  # pragma: no cover - exercised only without Airflow
     raise ImportError(
         "torchx_airflow needs Apache Airflow 3: pip install 'torchx-flow[airflow]'"
     ) from e
+
+if TYPE_CHECKING:
+    from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 __all__ = [
     "AIRFLOW_V_3_3_PLUS",
@@ -49,3 +52,15 @@ def default_deferrable() -> bool:
     from airflow.sdk.configuration import conf
 
     return bool(conf.getboolean("operators", "default_deferrable", fallback=False))
+
+
+def __getattr__(name: str) -> Any:
+    # BaseTrigger/TriggerEvent on first use (~6 ms): parsing a DAG file builds operators only,
+    # and only the deferrable path needs the trigger classes
+    if name in ("BaseTrigger", "TriggerEvent"):
+        from airflow.triggers import base
+
+        value = getattr(base, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
