@@ -1,0 +1,334 @@
+"""The Celery stack (docker-compose.celery.yml) for tests and bench: start, drive, break, remove.
+
+:class:`CeleryStack` starts the stack under a unique compose project on free loopback ports, with
+a DAG folder holding the example DAG and compose/celery/dags/torchx_celery.py, and a ``torchx``
+connection naming a fresh namespace of the local cluster (kubeconfig inline, see
+:func:`connection`). :class:`Api` is Airflow's REST API, :class:`Cluster` what the namespace
+holds. ``down`` removes every container, network and volume of the project and the namespace.
+
+docker-compose 1.29 (Debian's) is driven directly: it has no ``up --wait``, so health is read
+from the engine.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from _airflow_rest import Api
+from _infra import REPO
+
+COMPOSE_FILE = REPO / "docker-compose.celery.yml"
+SERVICES = (
+    "postgres",
+    "redis",
+    "airflow-init",
+    "airflow-apiserver",
+    "airflow-scheduler",
+    "airflow-dag-processor",
+    "airflow-triggerer",
+    "airflow-worker-1",
+    "airflow-worker-2",
+)
+WORKERS = ("airflow-worker-1", "airflow-worker-2")  # service name = hostname
+POD_IMAGE = "torchx-flow/torch:2.13.0"  # scripts/infra/torch-image.sh: torch, examples/
+TASK_LABEL = "labels.torchx.pytorch.org/airflow-task-id"
+DAG_LABEL = "labels.torchx.pytorch.org/airflow-dag-id"
+INSTANCE_LABEL = "app.kubernetes.io/instance"
+# the stack's secrets (docker-compose.celery.yml): no replica may see them
+SECRETS = ("torchx-flow-local-only-jwt", "torchx-flow-local-only-key", "airflow:airflow@")
+
+
+def free_port() -> int:
+    """A free TCP port on 127.0.0.1."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def build_images() -> None:
+    """Builds the stack's images and the pods' image (instant when up to date)."""
+    for script in ("compose-images.sh", "torch-image.sh"):
+        done = subprocess.run(
+            [str(REPO / "scripts" / "infra" / script)], capture_output=True, text=True, timeout=1500
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"{script} failed:\n{done.stderr[-3000:]}")
+
+
+def torchxconfig(namespace: str, workdir: str) -> str:
+    """The connection's ``.torchxconfig``: plain mode in ``namespace``, the pods' image and mounts.
+
+    The work directory is a host directory every pod mounts at the same path (the steps hand
+    data and the checkpoint over there). The node has 2 CPUs: requests stay small.
+    """
+    mounts = f"type=bind,src={workdir},dst={workdir}"
+    sections = [
+        f"[kubernetes]\nmode = plain\nnamespace = {namespace}\nrank0_address = pod_ip\n"
+        "reserved_millicpu = 950\n"
+    ]
+    for component in ("utils.python", "dist.ddp", "utils.sh", "utils.echo"):
+        sections.append(f"[component:{component}]\nimage = {POD_IMAGE}\nmounts = {mounts}\n")
+    return "\n".join(sections)
+
+
+def connection(namespace: str, workdir: str) -> dict[str, Any]:
+    """The ``torchx`` connection: the kubernetes scheduler, the kubeconfig's text, the config."""
+    kubeconfig = Path(os.environ["KUBECONFIG"]).read_text()
+    return {
+        "conn_type": "torchx",
+        "extra": {
+            "scheduler": "kubernetes",
+            "kubeconfig": kubeconfig,
+            "torchxconfig": torchxconfig(namespace, workdir),
+        },
+    }
+
+
+class Cluster:
+    """What the stack's namespace holds: Jobs and pods by task, exec into a replica."""
+
+    def __init__(self, namespace: str) -> None:
+        from kubernetes import client, config
+
+        self.namespace = namespace
+        self.api = config.new_client_from_config(config_file=os.environ["KUBECONFIG"])
+        self.core, self.batch = client.CoreV1Api(self.api), client.BatchV1Api(self.api)
+
+    def create(self) -> None:
+        """Creates the namespace."""
+        from kubernetes import client
+
+        meta = client.V1ObjectMeta(name=self.namespace)
+        self.core.create_namespace(client.V1Namespace(metadata=meta))
+
+    def _selector(self, dag_id: str, task_id: str) -> str:
+        return f"{DAG_LABEL}={dag_id},{TASK_LABEL}={task_id}"
+
+    def jobs(self, dag_id: str, task_id: str) -> list[Any]:
+        """The Jobs the task's apps created (by the task-identity labels)."""
+        found = self.batch.list_namespaced_job(
+            self.namespace, label_selector=self._selector(dag_id, task_id)
+        )
+        return list(found.items)
+
+    def apps(self, dag_id: str, task_id: str) -> set[str]:
+        """The app ids (one per set of Jobs) the task created."""
+        return {j.metadata.labels[INSTANCE_LABEL] for j in self.jobs(dag_id, task_id)}
+
+    def pods(self, dag_id: str, task_id: str = "") -> list[Any]:
+        """The task's pods (every pod of the DAG without ``task_id``)."""
+        selector = self._selector(dag_id, task_id) if task_id else f"{DAG_LABEL}={dag_id}"
+        return list(self.core.list_namespaced_pod(self.namespace, label_selector=selector).items)
+
+    def pods_of_app(self, app_id: str) -> list[Any]:
+        """The pods of one app."""
+        selector = f"{INSTANCE_LABEL}={app_id}"
+        return list(self.core.list_namespaced_pod(self.namespace, label_selector=selector).items)
+
+    def running(self, dag_id: str, task_id: str, replicas: int) -> list[Any]:
+        """The task's running pods when there are ``replicas`` of them, else []."""
+        pods = [p for p in self.pods(dag_id, task_id) if p.status.phase == "Running"]
+        return pods if len(pods) == replicas else []
+
+    def environ(self, pod: Any) -> dict[str, str]:
+        """The environment of the replica's main process (its ``/proc/1/environ``)."""
+        from kubernetes.stream import stream
+
+        out = stream(
+            self.core.connect_get_namespaced_pod_exec,
+            pod.metadata.name,
+            self.namespace,
+            command=["cat", "/proc/1/environ"],
+            stderr=True,
+            stdin=False,
+            stdout=True,
+            tty=False,
+        )
+        pairs = [item.partition("=") for item in out.split("\0") if item]
+        return {k: v for k, _, v in pairs}
+
+    def empty(self) -> None:
+        """Deletes every Job and pod of the namespace and waits until they are gone."""
+        for job in self.batch.list_namespaced_job(self.namespace).items:
+            self.batch.delete_namespaced_job(
+                job.metadata.name, self.namespace, propagation_policy="Background"
+            )
+        self.core.delete_collection_namespaced_pod(self.namespace, grace_period_seconds=0)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and self.leftovers():
+            time.sleep(1)
+
+    def leftovers(self) -> list[str]:
+        """The Jobs and pods still in the namespace."""
+        names = [
+            f"job/{j.metadata.name}" for j in self.batch.list_namespaced_job(self.namespace).items
+        ]
+        pods = self.core.list_namespaced_pod(self.namespace).items
+        return names + [f"pod/{p.metadata.name}" for p in pods]
+
+    def delete(self) -> None:
+        """Deletes the namespace with everything in it; closes the client."""
+        try:
+            self.empty()
+            self.core.delete_namespace(self.namespace)
+        finally:
+            self.api.close()
+
+
+class CeleryStack:
+    """One docker-compose project of docker-compose.celery.yml, on free loopback ports.
+
+    Args:
+        prefix: the compose project name's prefix (a unique suffix is added).
+        settings: more variables of docker-compose.celery.yml (e.g. ``HEARTBEAT_TIMEOUT``).
+    """
+
+    def __init__(
+        self, prefix: str = "txflow-celery", settings: dict[str, str] | None = None
+    ) -> None:
+        import docker
+
+        suffix = uuid.uuid4().hex[:8]
+        self.project = f"{prefix}-{suffix}"
+        self.port = free_port()
+        self.cluster = Cluster(f"tx-celery-{suffix}")
+        # host directories the containers (uid 50000) and the pods read: world-readable
+        self.dags = Path(tempfile.mkdtemp(prefix="txflow-celery-dags-"))
+        self.workdir = Path(tempfile.mkdtemp(prefix="txflow-celery-work-"))
+        self.env_file = self.dags.with_name(self.dags.name + ".env")
+        self.docker = docker.from_env(timeout=120)
+        self.api: Api | None = None
+        self.settings = dict(settings or {})
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def _write_inputs(self) -> None:
+        for path in (
+            REPO / "dags" / "torchx_training.py",
+            REPO / "compose/celery/dags/torchx_celery.py",
+        ):
+            shutil.copy(path, self.dags / path.name)
+            (self.dags / path.name).chmod(0o644)
+        self.dags.chmod(0o755)
+        self.workdir.chmod(0o777)
+        conn = connection(self.cluster.namespace, str(self.workdir))
+        lines = {
+            "AIRFLOW_PORT": str(self.port),
+            "POSTGRES_PORT": str(free_port()),
+            "REDIS_PORT": str(free_port()),
+            "TORCHX_FLOW_DAGS": str(self.dags),
+            "TORCHX_CONNECTION": json.dumps(conn),
+            **self.settings,
+        }
+        self.env_file.write_text("".join(f"{k}={v}\n" for k, v in lines.items()))
+        self.env_file.chmod(0o600)
+
+    def compose(self, *args: str, timeout: float = 600) -> None:
+        """Runs ``docker-compose ARGS`` for this project; raises with its output on failure."""
+        command = [
+            "docker-compose",
+            "--project-name",
+            self.project,
+            "--file",
+            str(COMPOSE_FILE),
+            "--env-file",
+            str(self.env_file),
+            *args,
+        ]
+        done = subprocess.run(
+            command, cwd=REPO, capture_output=True, text=True, timeout=timeout, check=False
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"docker-compose {' '.join(args)}: {done.stderr[-3000:]}")
+
+    def up(self, dag_ids: tuple[str, ...]) -> Api:
+        """Starts the stack, waits until it is healthy and has parsed ``dag_ids``."""
+        self.cluster.create()
+        self._write_inputs()
+        self.compose("up", "-d")
+        self.wait_healthy()
+        self.api = Api(self.port)
+        self.api.wait_parsed(dag_ids)
+        return self.api
+
+    def down(self) -> list[str]:
+        """Removes the stack and the namespace; returns what is left of the project (nothing)."""
+        try:
+            self.compose("down", "--volumes", "--remove-orphans", "--timeout", "5")
+        finally:
+            self.cluster.delete()
+            shutil.rmtree(self.dags, ignore_errors=True)
+            shutil.rmtree(self.workdir, ignore_errors=True)
+            self.env_file.unlink(missing_ok=True)
+        return self.leftovers()
+
+    # -- containers --------------------------------------------------------------------------
+
+    def containers(self) -> dict[str, Any]:
+        """The project's containers by service name."""
+        filters = {"label": f"com.docker.compose.project={self.project}"}
+        found = self.docker.containers.list(all=True, filters=filters)
+        return {c.labels["com.docker.compose.service"]: c for c in found}
+
+    def leftovers(self) -> list[str]:
+        """Containers, networks and volumes of the project still on the engine."""
+        filters = {"label": f"com.docker.compose.project={self.project}"}
+        names = [c.name for c in self.docker.containers.list(all=True, filters=filters)]
+        names += [n.name for n in self.docker.networks.list(filters=filters)]
+        names += [v.name for v in self.docker.volumes.list(filters=filters)]
+        return names
+
+    def states(self) -> dict[str, str]:
+        """Each service's health, else its status; ``exit N`` once its container ended."""
+        states = {}
+        for service, c in self.containers().items():
+            c.reload()
+            state = c.attrs["State"]
+            if not state["Running"] and state["Status"] == "exited":
+                states[service] = f"exit {state['ExitCode']}"
+            else:
+                states[service] = state.get("Health", {}).get("Status", state["Status"])
+        return states
+
+    def wait_healthy(self, timeout: float = 420) -> None:
+        """Waits for airflow-init to exit 0 and every other service to be healthy.
+
+        Raises:
+            AssertionError: a service ended (airflow-init: with an error) or is not healthy in
+                time, with each service's last log lines.
+        """
+        deadline = time.monotonic() + timeout
+        states: dict[str, str] = {}
+        while time.monotonic() < deadline:
+            states = self.states()
+            ended = {s: v for s, v in states.items() if v.startswith("exit ")}
+            if ended and ended != {"airflow-init": "exit 0"}:
+                break
+            if len(states) == len(SERVICES) and all(
+                s in ("healthy", "exit 0") for s in states.values()
+            ):
+                return
+            time.sleep(2)
+        tails = {s: c.logs(tail=15).decode(errors="replace") for s, c in self.containers().items()}
+        raise AssertionError(f"celery stack not healthy: {states}\n{tails}")
+
+    def kill(self, service: str) -> None:
+        """``docker kill`` (SIGKILL) of one service's container."""
+        self.containers()[service].kill()
+
+    def start(self, service: str) -> None:
+        """Starts a stopped service's container again."""
+        self.containers()[service].start()
+
+    def logs(self, service: str, tail: int = 60) -> str:
+        """The last lines of a service's container log."""
+        return str(self.containers()[service].logs(tail=tail).decode(errors="replace"))
