@@ -22,7 +22,7 @@ adds a column for another tree of this project (``git archive <rev> core adapter
 ``PYTHONPATH``; ours then gets the checkout's ``core:adapters`` the same way. Byte-code is
 written (``PYTHONDONTWRITEBYTECODE`` is dropped), as for a user.
 
-TorchX 0.7.0 runs from the throwaway venv of ``bench_kubernetes.py`` (``BENCH_NO_TORCHX=1``
+TorchX 0.7.0 runs from the throwaway venv of ``_torchx_venv.py`` (``BENCH_NO_TORCHX=1``
 skips it). Run: ``.venv/bin/python bench/bench_launch.py [--k8s] [--before DIR]``.
 """
 
@@ -165,7 +165,7 @@ def envs(args: argparse.Namespace, home: str) -> list[Variant]:
         out.append(("before", sys.executable, before))
     out.insert(0, ("torchx-flow", sys.executable, ours))
     sys.path.insert(0, str(Path(__file__).parent))
-    from bench_kubernetes import torchx_python
+    from _torchx_venv import torchx_python
 
     theirs, why = torchx_python()
     if theirs:

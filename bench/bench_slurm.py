@@ -8,7 +8,7 @@ Rows:
   ours (``submit`` then ``describe``/``wait_for_change`` until it ends) next to ``sbatch --wait``
   of a one-line ``srun echo`` script. Skipped when no Slurm answers.
 
-TorchX 0.7.0 runs in the cached venv ``bench/bench_kubernetes.py`` creates (``torchx_python``);
+TorchX 0.7.0 runs in the cached venv of ``bench/_torchx_venv.py`` (``torchx_python``);
 ``BENCH_NO_TORCHX=1`` skips it. Run: ``.venv/bin/python bench/bench_slurm.py``.
 """
 
@@ -22,14 +22,17 @@ import tempfile
 import time
 from pathlib import Path
 
+from _torchx_venv import measure, torchx_python
+
 REPEAT = int(os.environ.get("BENCH_REPEAT", "5"))
 SUBMITS = int(os.environ.get("BENCH_SUBMITS", "3"))
 
 
 def worker() -> None:
     """Runs inside the measured interpreter (ours or TorchX's); prints JSON timings."""
-    import statistics
     import warnings
+
+    from _torchx_venv import timed
 
     from torchx.schedulers.slurm_scheduler import create_scheduler
     from torchx.specs import AppDef, Resource, Role, macros
@@ -47,35 +50,13 @@ def worker() -> None:
     )
     app = AppDef("bench", [role])
 
-    def timed(fn: object) -> float:
-        samples = []
-        for _ in range(REPEAT + 1):  # the first run warms imports and caches
-            start = time.perf_counter()
-            fn()  # type: ignore[operator]
-            samples.append(time.perf_counter() - start)
-        return statistics.median(samples[1:])
-
     out = {
-        "1 role x 1000 replicas|dryrun": timed(lambda: scheduler.submit_dryrun(app, {})),
+        "1 role x 1000 replicas|dryrun": timed(lambda: scheduler.submit_dryrun(app, {}), REPEAT),
         "1 role x 1000 replicas|dryrun + script": timed(
-            lambda: str(scheduler.submit_dryrun(app, {}))
+            lambda: str(scheduler.submit_dryrun(app, {})), REPEAT
         ),
     }
     print(json.dumps(out))
-
-
-def measure(python: str) -> dict[str, float]:
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    out = subprocess.run(
-        [python, os.path.abspath(__file__), "--worker"],
-        check=True,
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd="/",
-    )
-    result: dict[str, float] = json.loads(out.stdout.strip().splitlines()[-1])
-    return result
 
 
 def slurm_up() -> str:
@@ -122,12 +103,9 @@ def submit_and_wait() -> dict[str, float]:
 def main() -> None:
     from tabulate import tabulate
 
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from bench_kubernetes import torchx_python
-
-    ours = measure(sys.executable)
+    ours = measure(__file__, sys.executable)
     other_python, why = torchx_python()
-    theirs = measure(other_python) if other_python else {}
+    theirs = measure(__file__, other_python) if other_python else {}
     rows = []
     for key, seconds in ours.items():
         shape, what = key.split("|")
