@@ -10,13 +10,12 @@ import importlib.util
 import json
 import os
 import subprocess
-import sys
-import textwrap
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from _airflow_support import airflow_home_env, dag_argv, write_dag
 
 pytestmark = [
     pytest.mark.skipif(
@@ -26,33 +25,19 @@ pytestmark = [
     pytest.mark.slow,
 ]
 
-HEADER = """
-from datetime import datetime
-from airflow.sdk import DAG
-from torchx_airflow import TorchXOperator
-"""
-
 
 def run_dag(
     tmp_path: Path, factory: pytest.TempPathFactory, body: str, extra: dict[str, Any], **env: str
 ) -> tuple[dict[str, Any], str]:
-    from torchx_airflow.local import dag_test_argv, prepare_home
-
-    home = prepare_home(tmp_path / "airflow", template=factory.getbasetemp() / "airflow-template")
     connection = {"conn_type": "torchx", "extra": extra}
-    bindir = os.path.dirname(sys.executable)
-    full = {
-        **os.environ,
-        **home,
-        "PATH": f"{bindir}:{os.environ.get('PATH', '')}",
-        "AIRFLOW_CONN_TORCHX_DEFAULT": json.dumps(connection),
-        **env,
-    }
+    full = airflow_home_env(
+        tmp_path, factory, AIRFLOW_CONN_TORCHX_DEFAULT=json.dumps(connection), **env
+    )
     full.pop("KUBECONFIG", None)  # the connection alone says where the cluster is
-    dag_file = Path(home["AIRFLOW__CORE__DAGS_FOLDER"]) / "conn_dag.py"
-    dag_file.write_text(HEADER + textwrap.dedent(body))
-    argv = dag_test_argv(dag_file, "conn", logical_date="2025-01-01T00:00:00+00:00")
-    proc = subprocess.run(argv, env=full, capture_output=True, text=True, timeout=300)
+    dag_file = write_dag(full, body, "conn_dag.py")
+    proc = subprocess.run(
+        dag_argv(dag_file, "conn"), env=full, capture_output=True, text=True, timeout=300
+    )
     output = proc.stdout + proc.stderr
     return json.loads(proc.stdout.strip().splitlines()[-1]), output
 

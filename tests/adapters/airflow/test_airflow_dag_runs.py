@@ -7,19 +7,18 @@ are real local_cwd apps under the test's TORCHX_HOME, inspected from here with a
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import json
-import os
 import signal
 import subprocess
-import sys
-import textwrap
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from _airflow_support import airflow_home_env, dag_argv, wait_for
+from _airflow_support import write_dag as write_dag_file
 
 pytestmark = [
     pytest.mark.skipif(
@@ -29,46 +28,21 @@ pytestmark = [
     pytest.mark.slow,
 ]
 
-LOGICAL_DATE = "2025-01-01T00:00:00+00:00"
-HEADER = """
-from datetime import datetime
-from airflow.sdk import DAG
-from torchx_airflow import TorchXOperator
-"""
-
 
 @pytest.fixture
 def airflow_env(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    from torchx_airflow.local import prepare_home
-
-    template = tmp_path_factory.getbasetemp() / "airflow-template"
-    env = prepare_home(tmp_path / "airflow", template=template)
-    bindir = os.path.dirname(sys.executable)
-    return {**os.environ, **env, "PATH": f"{bindir}:{os.environ.get('PATH', '')}"}
+    return airflow_home_env(tmp_path, tmp_path_factory)
 
 
 @pytest.fixture
 def write_dag(airflow_env: dict[str, str]) -> Callable[[str], Path]:
-    def write(body: str) -> Path:
-        path = Path(airflow_env["AIRFLOW__CORE__DAGS_FOLDER"]) / "test_dag.py"
-        path.write_text(HEADER + textwrap.dedent(body))
-        return path
-
-    return write
-
-
-def _cmd(dag_file: Path, dag_id: str) -> list[str]:
-    from torchx_airflow.local import dag_test_argv
-
-    return dag_test_argv(dag_file, dag_id, logical_date=LOGICAL_DATE)
+    return functools.partial(write_dag_file, airflow_env)
 
 
 def run_dag(
     env: dict[str, str], dag_file: Path, dag_id: str, retry_task: str = ""
 ) -> tuple[dict[str, Any], str]:
-    cmd = _cmd(dag_file, dag_id)
-    if retry_task:  # the next try of a task of the existing run (what the scheduler does)
-        cmd[3:6] = ["retry", str(dag_file), dag_id, retry_task]
+    cmd = dag_argv(dag_file, dag_id, retry_task)
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1]), proc.stdout + proc.stderr
@@ -82,16 +56,6 @@ def runner() -> Any:
 
 def local_apps() -> list[Any]:
     return runner().list("local_cwd")
-
-
-def wait_for(predicate: Callable[[], Any], timeout: float = 60) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError("condition not met in time")
 
 
 def processes_of(handle: str) -> list[int]:
@@ -234,7 +198,7 @@ def test_sigterm_on_task_cancels_app_and_leaves_no_processes(write_dag, airflow_
         """
     )
     proc = subprocess.Popen(
-        _cmd(dag_file, "killed"),
+        dag_argv(dag_file, "killed"),
         env=airflow_env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -242,7 +206,7 @@ def test_sigterm_on_task_cancels_app_and_leaves_no_processes(write_dag, airflow_
     try:
         app = wait_for(lambda: [a for a in local_apps() if a.state.name == "RUNNING"], 120)[0]
         handle = app.app_handle
-        wait_for(lambda: processes_of(handle))
+        wait_for(lambda: processes_of(handle), 60)
         proc.send_signal(signal.SIGTERM)  # what Airflow's supervisor sends a killed task
         status = runner().wait(handle, wait_interval=1)
         assert status is not None and status.state.name == "CANCELLED"
@@ -273,7 +237,7 @@ def test_kill_9_then_retry_reattaches_without_duplicate(write_dag, airflow_env) 
     first_log = Path(airflow_env["AIRFLOW_HOME"]) / "first.log"
     with first_log.open("w") as out:
         first = subprocess.Popen(
-            _cmd(dag_file, "crash"), env=airflow_env, stdout=out, stderr=subprocess.STDOUT
+            dag_argv(dag_file, "crash"), env=airflow_env, stdout=out, stderr=subprocess.STDOUT
         )
     try:
         # the handle is in the task state store once the task says so
@@ -286,7 +250,7 @@ def test_kill_9_then_retry_reattaches_without_duplicate(write_dag, airflow_env) 
     assert runner().status(app.app_handle).state.name == "RUNNING"  # detached: it survives
 
     log = Path(airflow_env["AIRFLOW_HOME"]) / "retry.log"
-    cmd = _cmd(dag_file, "crash")
+    cmd = dag_argv(dag_file, "crash")
     cmd[3:6] = ["retry", str(dag_file), "crash", "job"]
     with log.open("w") as out:
         retry = subprocess.Popen(cmd, env=airflow_env, stdout=out, stderr=subprocess.STDOUT)

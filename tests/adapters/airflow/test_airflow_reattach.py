@@ -13,17 +13,21 @@ import importlib.util
 import json
 import os
 import re
-import signal
-import sqlite3
 import subprocess
-import sys
-import textwrap
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from _airflow_support import (
+    airflow_home_env,
+    dag_argv,
+    kill_9_when,
+    run_logged,
+    state_store,
+    write_dag,
+)
 
 pytestmark = [
     pytest.mark.skipif(
@@ -33,72 +37,12 @@ pytestmark = [
     pytest.mark.slow,
 ]
 
-LOGICAL_DATE = "2025-01-01T00:00:00+00:00"
 BUSYBOX = "torchx-flow/busybox:latest"
-HEADER = """
-from datetime import datetime, timedelta
-from airflow.sdk import DAG
-from torchx_airflow import TorchXOperator
-"""
 
 
 @pytest.fixture
 def airflow_env(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    from torchx_airflow.local import prepare_home
-
-    template = tmp_path_factory.getbasetemp() / "airflow-template"
-    env = prepare_home(tmp_path / "airflow", template=template)
-    bindir = os.path.dirname(sys.executable)
-    return {**os.environ, **env, "PATH": f"{bindir}:{os.environ.get('PATH', '')}"}
-
-
-def write_dag(env: dict[str, str], body: str) -> Path:
-    path = Path(env["AIRFLOW__CORE__DAGS_FOLDER"]) / "test_dag.py"
-    path.write_text(HEADER + textwrap.dedent(body))
-    return path
-
-
-def argv(dag_file: Path, dag_id: str, retry_task: str = "") -> list[str]:
-    from torchx_airflow.local import dag_test_argv
-
-    cmd = dag_test_argv(dag_file, dag_id, logical_date=LOGICAL_DATE)
-    if retry_task:  # the next try of a task of the existing run (a retry, or a clear)
-        cmd[3:6] = ["retry", str(dag_file), dag_id, retry_task]
-    return cmd
-
-
-def run(env: dict[str, str], cmd: list[str], log: Path) -> tuple[dict[str, Any], str]:
-    with log.open("w") as out:
-        proc = subprocess.run(cmd, env=env, stdout=out, stderr=subprocess.STDOUT, timeout=300)
-    output = log.read_text()
-    assert proc.returncode == 0, output[-3000:]
-    return json.loads(output.strip().splitlines()[-1]), output
-
-
-def wait_for(predicate: Callable[[], Any], timeout: float = 120) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError("condition not met in time")
-
-
-def kill_9_when(cmd: list[str], env: dict[str, str], log: Path, ready: Callable[[], Any]) -> None:
-    """Starts the task, SIGKILLs it once ``ready()`` (its app left running), waits for it."""
-    with log.open("w") as out:
-        proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT)
-    try:
-        wait_for(ready)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
-    finally:
-        proc.kill()
-
-
-def state_store(env: dict[str, str]) -> sqlite3.Connection:
-    return sqlite3.connect(Path(env["AIRFLOW_HOME"]) / "airflow.db")
+    return airflow_home_env(tmp_path, tmp_path_factory)
 
 
 @pytest.fixture
@@ -144,14 +88,14 @@ def test_kill_9_at_any_point_leaves_exactly_one_docker_app_and_clear_runs_a_seco
             ready = lambda: "kept the app handle for re-attach" in first.read_text()  # noqa: E731
         else:  # killed as soon as its containers exist
             ready = lambda: docker_apps(runner, dag_id)  # noqa: E731
-        kill_9_when(argv(dag_file, dag_id), env, first, ready)
+        kill_9_when(dag_argv(dag_file, dag_id), env, first, ready)
         (app,) = docker_apps(runner, dag_id)
         assert app.state.name in ("SUBMITTED", "PENDING", "RUNNING")
         if not store_written:
             with state_store(env) as db:  # as if the worker died before writing the handle
                 db.execute("DELETE FROM task_state_store")
 
-        summary, output = run(env, argv(dag_file, dag_id, "job"), tmp_path / "retry.log")
+        summary, output = run_logged(env, dag_argv(dag_file, dag_id, "job"), tmp_path / "retry.log")
         task = summary["tasks"]["job"]
         assert task["state"] == "success", output[-3000:]
         assert task["xcom"]["return_value"]["app_handle"] == app.app_handle
@@ -160,7 +104,7 @@ def test_kill_9_at_any_point_leaves_exactly_one_docker_app_and_clear_runs_a_seco
         assert len(docker_apps(runner, dag_id)) == 1  # 0 duplicates
 
         # clearing the succeeded task runs a second app; the first is never reused
-        summary, output = run(env, argv(dag_file, dag_id, "job"), tmp_path / "clear.log")
+        summary, output = run_logged(env, dag_argv(dag_file, dag_id, "job"), tmp_path / "clear.log")
         assert summary["tasks"]["job"]["state"] == "success", output[-3000:]
         handles = {a.app_handle for a in docker_apps(runner, dag_id)}
         assert len(handles) == 2 and app.app_handle in handles
@@ -192,7 +136,7 @@ def test_a_retry_on_another_host_never_silently_duplicates_a_local_app(
     dag_file = write_dag(airflow_env, LOCAL_DAG.format(dag_id=dag_id, on_other_host=on_other_host))
     first = tmp_path / "first.log"
     ready = lambda: "kept the app handle for re-attach" in first.read_text()  # noqa: E731
-    kill_9_when(argv(dag_file, dag_id), airflow_env, first, ready)
+    kill_9_when(dag_argv(dag_file, dag_id), airflow_env, first, ready)
     (old,) = runner.list("local_cwd")
     with state_store(airflow_env) as db:  # the retry lands on another worker
         (raw,) = db.execute("SELECT value FROM task_state_store").fetchone()
@@ -201,7 +145,7 @@ def test_a_retry_on_another_host_never_silently_duplicates_a_local_app(
         record["host"] = "worker-2/00000000-0000-0000-0000-000000000000/pid:[1]"
         db.execute("UPDATE task_state_store SET value = ?", (json.dumps(record),))
 
-    cmd = argv(dag_file, dag_id, "job")
+    cmd = dag_argv(dag_file, dag_id, "job")
     with (tmp_path / "retry.log").open("w") as out:
         subprocess.run(cmd, env=airflow_env, stdout=out, stderr=subprocess.STDOUT, timeout=300)
     output = (tmp_path / "retry.log").read_text()
@@ -239,7 +183,7 @@ def test_execution_timeout_cancels_the_app_in_the_worker(
     )
     with (tmp_path / "run.log").open("w") as out:
         subprocess.run(
-            argv(dag_file, "deadline"), env=airflow_env, stdout=out, stderr=subprocess.STDOUT
+            dag_argv(dag_file, "deadline"), env=airflow_env, stdout=out, stderr=subprocess.STDOUT
         )
     summary = json.loads((tmp_path / "run.log").read_text().strip().splitlines()[-1])
     assert summary["tasks"]["job"]["state"] == "failed"
@@ -375,7 +319,7 @@ def test_local_replicas_do_not_get_airflow_secrets(
             )
         """,
     )
-    summary, output = run(env, argv(dag_file, "secrets"), tmp_path / "run.log")
+    summary, output = run_logged(env, dag_argv(dag_file, "secrets"), tmp_path / "run.log")
     assert summary["tasks"]["env"]["state"] == "success", output[-3000:]
     seen = set(re.findall(r"\[sh/0\] (\S+)", output))
     assert "AIRFLOW_VAR_SET_BY_THE_TASK" in seen and "AIRFLOW_HOME" in seen
@@ -410,7 +354,7 @@ def test_do_xcom_push_false_pushes_nothing_even_on_failure(
         """,
     )
     with (tmp_path / "run.log").open("w") as out:
-        subprocess.run(argv(dag_file, "noxcom"), env=airflow_env, stdout=out, stderr=out)
+        subprocess.run(dag_argv(dag_file, "noxcom"), env=airflow_env, stdout=out, stderr=out)
     summary = json.loads((tmp_path / "run.log").read_text().strip().splitlines()[-1])
     assert summary["tasks"]["ok"]["state"] == "success"
     assert summary["tasks"]["bad"]["state"] == "failed"
@@ -437,7 +381,7 @@ def test_on_finish_action_delete_removes_the_app_once_the_task_is_done(
             )
         """,
     )
-    summary, output = run(env, argv(dag_file, "deleted"), tmp_path / "run.log")
+    summary, output = run_logged(env, dag_argv(dag_file, "deleted"), tmp_path / "run.log")
     ok = summary["tasks"]["ok"]["xcom"]["return_value"]
     kept = summary["tasks"]["kept"]["xcom"]["return_value"]
     try:
@@ -480,11 +424,13 @@ def test_kill_9_before_the_store_write_leaves_one_kubernetes_app_in_the_connecti
         def apps() -> list[Any]:
             return find_apps(runner, "kubernetes", {"airflow-dag-id": "crash_k8s"}, cfg)
 
-        kill_9_when(argv(dag_file, "crash_k8s"), env, tmp_path / "first.log", apps)
+        kill_9_when(dag_argv(dag_file, "crash_k8s"), env, tmp_path / "first.log", apps)
         (app,) = apps()
         with state_store(env) as db:  # as if the worker died before writing the handle
             db.execute("DELETE FROM task_state_store")
-        summary, output = run(env, argv(dag_file, "crash_k8s", "job"), tmp_path / "retry.log")
+        summary, output = run_logged(
+            env, dag_argv(dag_file, "crash_k8s", "job"), tmp_path / "retry.log"
+        )
         task = summary["tasks"]["job"]
         assert task["state"] == "success", output[-3000:]
         assert "by its labels" in output and "-> reattach" in output

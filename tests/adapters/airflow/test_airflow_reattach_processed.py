@@ -15,18 +15,20 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import signal
-import sqlite3
-import subprocess
-import sys
-import textwrap
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from _airflow_support import (
+    airflow_home_env,
+    dag_argv,
+    kill_9_when,
+    run_logged,
+    state_store,
+    write_dag,
+)
 
 pytestmark = [
     pytest.mark.skipif(
@@ -36,12 +38,6 @@ pytestmark = [
     pytest.mark.slow,
 ]
 
-LOGICAL_DATE = "2025-01-01T00:00:00+00:00"
-HEADER = """
-from datetime import datetime, timedelta
-from airflow.sdk import DAG
-from torchx_airflow import TorchXOperator
-"""
 DAG_BODY = """
 with DAG("{dag_id}", schedule=None, start_date=datetime(2024, 1, 1)):
     TorchXOperator(
@@ -56,17 +52,9 @@ with DAG("{dag_id}", schedule=None, start_date=datetime(2024, 1, 1)):
 
 @pytest.fixture
 def airflow_env(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    from torchx_airflow.local import prepare_home
-
-    template = tmp_path_factory.getbasetemp() / "airflow-template"
-    env = prepare_home(tmp_path / "airflow", template=template)
-    bindir = os.path.dirname(sys.executable)
-    return {
-        **os.environ,
-        **env,
-        "PATH": f"{bindir}:{os.environ.get('PATH', '')}",
-        "AIRFLOW__STATE_STORE__CLEAR_ON_SUCCESS": "True",
-    }
+    return airflow_home_env(
+        tmp_path, tmp_path_factory, AIRFLOW__STATE_STORE__CLEAR_ON_SUCCESS="True"
+    )
 
 
 @pytest.fixture
@@ -77,52 +65,22 @@ def runner() -> Iterator[Any]:
         yield r
 
 
-def write_dag(env: dict[str, str], **fields: Any) -> Path:
-    path = Path(env["AIRFLOW__CORE__DAGS_FOLDER"]) / "test_dag.py"
-    path.write_text(HEADER + textwrap.dedent(DAG_BODY.format(**fields)))
-    return path
+def write_job_dag(env: dict[str, str], **fields: Any) -> Path:
+    return write_dag(env, DAG_BODY.format(**fields))
 
 
 def argv(dag_file: Path, dag_id: str, next_try: bool = False) -> list[str]:
-    from torchx_airflow.local import dag_test_argv
-
-    cmd = dag_test_argv(dag_file, dag_id, logical_date=LOGICAL_DATE)
-    if next_try:  # the next try of task `job` of the existing run (a retry, or a clear)
-        cmd[3:6] = ["retry", str(dag_file), dag_id, "job"]
-    return cmd
-
-
-def clear_store(env: dict[str, str]) -> None:
-    """Empties the task state store (the run's SQLite database), as if there were none."""
-    with sqlite3.connect(Path(env["AIRFLOW_HOME"]) / "airflow.db") as db:
-        db.execute("DELETE FROM task_state_store")
+    """A dag.test() run, or the next try of task `job` of the existing run (a retry, a clear)."""
+    return dag_argv(dag_file, dag_id, "job" if next_try else "")
 
 
 def run_next_try(env: dict[str, str], cmd: list[str], log: Path) -> tuple[dict[str, Any], str]:
-    clear_store(env)
-    with log.open("w") as out:
-        proc = subprocess.run(cmd, env=env, stdout=out, stderr=subprocess.STDOUT, timeout=300)
-    output = log.read_text()
-    assert proc.returncode == 0, output[-3000:]
-    summary = json.loads(output.strip().splitlines()[-1])
+    """Empties the task state store (as if there were none), runs ``cmd``: task `job` succeeds."""
+    with state_store(env) as db:
+        db.execute("DELETE FROM task_state_store")
+    summary, output = run_logged(env, cmd, log)
     assert summary["tasks"]["job"]["state"] == "success", output[-3000:]
     return summary["tasks"]["job"], output
-
-
-def kill_9_when(cmd: list[str], env: dict[str, str], log: Path, ready: Callable[[], Any]) -> None:
-    """Starts the task, SIGKILLs it once ``ready()`` (its app left running), waits for it."""
-    with log.open("w") as out:
-        proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT)
-    try:
-        deadline = time.monotonic() + 120
-        while not ready():
-            assert time.monotonic() < deadline, "the app never appeared"
-            assert proc.poll() is None, log.read_text()[-3000:]
-            time.sleep(0.1)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
-    finally:
-        proc.kill()
 
 
 def check_one_finishing_try(
@@ -156,7 +114,7 @@ def test_docker_clear_after_success_runs_a_second_app_without_the_store(
     dag_id = f"processed_docker_{uuid.uuid4().hex[:6]}"
     env = {**airflow_env, "DOCKER_HOST": os.environ["DOCKER_HOST"]}
     fields = {"image": "torchx-flow/busybox:latest", "sleep": 25, "scheduler": "local_docker"}
-    dag_file = write_dag(env, dag_id=dag_id, **fields)
+    dag_file = write_job_dag(env, dag_id=dag_id, **fields)
 
     def apps() -> list[Any]:
         return find_apps(runner, "local_docker", {"airflow-dag-id": dag_id})
@@ -183,7 +141,7 @@ def test_kubernetes_clear_after_success_runs_a_second_app_without_the_store(
         connection = json.dumps({"conn_type": "torchx", "extra": extra})
         env = {**airflow_env, "AIRFLOW_CONN_TORCHX_DEFAULT": connection}
         fields = {"image": "torchx-flow/python:3.11", "sleep": 30, "scheduler": "kubernetes"}
-        dag_file = write_dag(env, dag_id=dag_id, **fields)
+        dag_file = write_job_dag(env, dag_id=dag_id, **fields)
 
         def apps() -> list[Any]:
             return find_apps(runner, "kubernetes", {"airflow-dag-id": dag_id}, cfg)
