@@ -73,6 +73,25 @@ def api_client() -> Any:
     return config.new_client_from_config(config_file=os.environ["KUBECONFIG"])
 
 
+def module_client() -> Iterator[Any]:
+    """Body of a module-scoped ``client`` fixture: the local cluster's API client, else a skip.
+
+    Sets ``KUBECONFIG`` to the cluster found (for the module's later tests); closes the client.
+    """
+    import pytest
+
+    pytest.importorskip("kubernetes")
+    from _infra import k8s_cluster
+
+    found, why = k8s_cluster()
+    if found is None:
+        pytest.skip(why)
+    os.environ["KUBECONFIG"] = found
+    api = api_client()
+    yield api
+    api.close()
+
+
 def mount_tokens(*extra: str) -> list[str]:
     """Mount tokens (``parse_mounts`` form) for the checkout and the venv's interpreter, read-only.
 

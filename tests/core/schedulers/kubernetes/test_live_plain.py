@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _k8s_live import IMAGE, api_client, docker_env, leftovers, namespace, wait_until
+from _k8s_live import IMAGE, docker_env, leftovers, module_client, namespace, wait_until
 
 from torchx.specs.api import AppDef, AppState, Resource, Role, is_terminal
 
@@ -27,18 +27,7 @@ SLEEP = "trap 'exit 143' TERM; sleep 600 & wait"
 
 @pytest.fixture(scope="module")
 def client() -> Iterator[Any]:
-    pytest.importorskip("kubernetes")
-    from _infra import k8s_cluster
-
-    found, why = k8s_cluster()
-    if found is None:
-        pytest.skip(why)
-    import os
-
-    os.environ["KUBECONFIG"] = found
-    api = api_client()
-    yield api
-    api.close()
+    yield from module_client()
 
 
 @pytest.fixture(scope="module")
