@@ -152,11 +152,19 @@ def merge_steps(live: list[Component], done: list[Component]) -> list[Component]
     return live
 
 
+def _exited_nonzero(exit_code: str) -> bool:
+    """Whether sacct's ``code:signal`` says the process itself exited with a non-zero code."""
+    code, _, _ = exit_code.partition(":")
+    return code.strip() not in ("", "0")
+
+
 def _app_msg(state: AppState, comps: list[Component]) -> str:
     if state == AppState.PENDING:
         return pending_msg(comps[0].reason or "None")
     if state == AppState.FAILED:
         failed = [c for c in comps if c.replica_state == AppState.FAILED and c.step_state]
+        # the replica that exited non-zero first, before one that --kill-on-bad-exit stopped
+        failed.sort(key=lambda c: not _exited_nonzero(c.exit_code))
         culprit = failed[0] if failed else comps[0]
         code = f" exit code {culprit.exit_code}" if culprit.exit_code else ""
         return (

@@ -128,6 +128,19 @@ def test_ended_job_from_sacct_names_the_failed_replica_and_counts_requeues() -> 
     assert desc.msg == "FAILED: replica fail-0 FAILED exit code 3:0"
 
 
+def test_the_replica_that_exited_non_zero_is_named_before_one_stopped_with_it() -> None:
+    # --kill-on-bad-exit ends the good replica's step too: Slurm may report it FAILED first
+    rows = [
+        "30+0|good-0|FAILED|0:0|runsc|/w|None",
+        "30+0.0|sleep|FAILED|0:9|runsc||",
+        "30+1|bad-0|FAILED|7:0|vm|/w|None",
+        "30+1.0|sh|FAILED|7:0|vm||",
+    ]
+    desc = SlurmScheduler("s", client=FakeClient([], rows)).describe("30")
+    assert desc is not None and desc.state == AppState.FAILED
+    assert desc.msg == "FAILED: replica bad-0 FAILED exit code 7:0"
+
+
 def test_squeue_state_wins_while_sacct_lags() -> None:
     jobs = [job(24, 24, 0, "fail-0", "FAILED"), job(25, 24, 1, "fail-1", "FAILED")]
     lagging = ["24+0|fail-0|RUNNING|0:0|runsc|/w|None", "24+1|fail-1|RUNNING|0:0|vm|/w|None"]
