@@ -11,6 +11,8 @@ order:
 3. else the newest ``Warning`` event of its pod (of its Job while it has no pod), e.g.
    ``FailedMount`` or the Job controller's ``FailedCreate``; events cost one API call per
    object, so the caller reads them only for a few PENDING replicas without a pod reason.
+   In the moment between the scheduler's ``FailedScheduling`` event and its write of the
+   ``PodScheduled`` condition, an unschedulable pod is explained by that event (same message).
 
 ``describe`` puts the reasons into ``AppStatus.msg`` (:func:`pending_message`) and each waiting
 replica's ``structured_error_msg`` (:func:`waiting_error`, the flat schema without exit code).

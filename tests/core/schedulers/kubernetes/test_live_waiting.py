@@ -9,6 +9,7 @@ Always and nothing can be pulled here: its pod waits in ``ErrImagePull``/``Image
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ pytestmark = [pytest.mark.k8s, pytest.mark.slow]
 
 UNPULLABLE = "torchx-flow/busybox:latest"
 PULL_ERRORS = ("ErrImagePull", "ImagePullBackOff")
+SCHEDULING = r"worker\[0\] (Unschedulable|FailedScheduling): 0/1 nodes are available: "
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +73,9 @@ def test_an_unschedulable_pod_says_insufficient_cpu(sched: Any, client: Any, ns:
     try:
         resp = waiting_msg(sched, app_id, ("Insufficient cpu",))
         assert resp.state == AppState.PENDING
-        assert resp.msg.startswith("worker[0] Unschedulable: 0/1 nodes are available:"), resp.msg
+        # the pod's PodScheduled condition (Unschedulable) or, in the moment before the
+        # scheduler has written it, the scheduler's FailedScheduling event on the pod
+        assert re.match(SCHEDULING, resp.msg), resp.msg
         (replica,) = resp.roles_statuses[0].replicas
         assert replica.state == AppState.PENDING
         assert "Insufficient cpu" in json.loads(replica.structured_error_msg)["message"]
