@@ -27,25 +27,11 @@ LABEL=org.torchx-flow.inputs
 # full Python version, which a newer host Python would skip).
 EXTRA_WHEELS=(psycopg2-binary asyncpg "apache-airflow[celery]==3.3.2" "celery<5.7" async-timeout)
 PROJECT_EXTRAS="airflow,examples,kubernetes"
+. "$here/build-common.sh"
 mkdir -p "$WORK"
 # one build at a time per cache dir (several checkouts may share it)
 exec 9>"$WORK/.lock"
 flock 9
-
-sha() { sha256sum | cut -c1-16; }
-# replaced IMAGE OLD_ID: removes this script's previous build of IMAGE (now untagged), if unused
-replaced() { local new; new=$(docker image inspect -f '{{.Id}}' "$1" 2>/dev/null || true)
-  [ -z "$2" ] || [ "$2" = "$new" ] || docker rmi "$2" >/dev/null 2>&1 || true; }
-id_of() { docker image inspect -f '{{.Id}}' "$1" 2>/dev/null || true; }
-label_of() { docker image inspect -f "{{index .Config.Labels \"$LABEL\"}}" "$1" 2>/dev/null || true; }
-files_hash() { (cd "$REPO" && find "$@" -type f ! -name '*.pyc' ! -path '*/__pycache__/*' -print0 |
-  sort -z | xargs -0 sha256sum) | sha; }
-
-pip_cmd() {
-  if python3 -m pip --version >/dev/null 2>&1; then echo "python3 -m pip"
-  elif [ -x "$REPO/.venv/bin/python" ]; then echo "$REPO/.venv/bin/python -m pip"
-  else log "no pip: install python3-pip or run \`make venv\` first"; return 1; fi
-}
 
 # debian_image NAME TAG WHAT: builds torchx-flow/NAME:TAG from compose/NAME (Debian packages)
 debian_image() {
@@ -77,21 +63,9 @@ fetch_wheels() {
   mv "$dir.tmp" "$dir"
 }
 
-# image_requirements: what the image installs from pyproject.toml (the base dependencies and the
-# airflow, examples and kubernetes extras), so edits elsewhere in pyproject.toml do not refetch
-# the wheels
-image_requirements() {
-  python3 - "$REPO/pyproject.toml" "$PROJECT_EXTRAS" <<'EOP'
-import json, sys, tomllib
-project = tomllib.load(open(sys.argv[1], "rb"))["project"]
-extras = project.get("optional-dependencies", {})
-print(json.dumps([project.get("dependencies")] + [extras.get(e) for e in sys.argv[2].split(",")]))
-EOP
-}
-
 airflow_image() {
   local key deps_key ctx pip
-  deps_key=$( (image_requirements; echo "${EXTRA_WHEELS[*]}") | sha)
+  deps_key=$( (project_requirements "$PROJECT_EXTRAS"; echo "${EXTRA_WHEELS[*]}") | sha)
   key=$( (echo "$deps_key"; files_hash compose/airflow core adapters) | sha)
   [ "$(label_of torchx-flow/airflow:3.3.2)" = "$key" ] && return 0
   fetch_wheels "$deps_key"

@@ -18,29 +18,10 @@ WORK=$CACHE/torch-image
 IMAGE=torchx-flow/torch:2.13.0
 EXTRAS=examples,kfp,kubernetes,workflow
 LABEL=org.torchx-flow.inputs
+. "$here/build-common.sh"
 mkdir -p "$WORK"
 exec 9>"$WORK/.lock"
 flock 9
-
-sha() { sha256sum | cut -c1-16; }
-label_of() { docker image inspect -f "{{index .Config.Labels \"$LABEL\"}}" "$1" 2>/dev/null || true; }
-id_of() { docker image inspect -f '{{.Id}}' "$1" 2>/dev/null || true; }
-files_hash() { (cd "$REPO" && find "$@" -type f ! -name '*.pyc' ! -path '*/__pycache__/*' -print0 |
-  sort -z | xargs -0 sha256sum) | sha; }
-pip_cmd() {
-  if python3 -m pip --version >/dev/null 2>&1; then echo "python3 -m pip"
-  elif [ -x "$REPO/.venv/bin/python" ]; then echo "$REPO/.venv/bin/python -m pip"
-  else log "no pip: install python3-pip or run \`make venv\` first"; return 1; fi
-}
-# requirements: what the image installs from pyproject.toml (base dependencies and $EXTRAS)
-requirements() {
-  python3 - "$REPO/pyproject.toml" "$EXTRAS" <<'EOP'
-import json, sys, tomllib
-project = tomllib.load(open(sys.argv[1], "rb"))["project"]
-extras = project.get("optional-dependencies", {})
-print(json.dumps([project.get("dependencies")] + [extras.get(e) for e in sys.argv[2].split(",")]))
-EOP
-}
 
 # fetch_wheels KEY: the dependencies as wheels, once per KEY
 fetch_wheels() {
@@ -58,8 +39,8 @@ fetch_wheels() {
 
 build() {
   local deps_key key ctx pip old
-  deps_key=$(requirements | sha)
-  key=$( (echo "$deps_key"; cat "$0"; files_hash core adapters examples) | sha)
+  deps_key=$(project_requirements "$EXTRAS" | sha)
+  key=$( (echo "$deps_key"; cat "$0" "$here/build-common.sh"; files_hash core adapters examples) | sha)
   [ "$(label_of "$IMAGE")" = "$key" ] && return 0
   fetch_wheels "$deps_key"
   pip=$(pip_cmd)
@@ -87,7 +68,7 @@ EOD
   log "building $IMAGE (offline install from $WORK/wheels)"
   docker build -q --label "$LABEL=$key" -t "$IMAGE" "$ctx" >"$WORK/build.log" 2>&1 ||
     { tail -n 20 "$WORK/build.log" >&2; return 1; }
-  if [ -n "$old" ] && [ "$old" != "$(id_of "$IMAGE")" ]; then docker rmi "$old" >/dev/null 2>&1 || true; fi
+  replaced "$IMAGE" "$old"
   rm -rf "$ctx"
 }
 
