@@ -188,14 +188,14 @@ def store_names(names: Iterable[str]) -> bool:
     return True
 
 
-def _evict(directory: str) -> None:
-    """Keeps the :data:`MAX_ENTRIES` most recently written indexes (one per environment)."""
+def _evict(directory: str, prefix: str = "components-") -> None:
+    """Keeps the :data:`MAX_ENTRIES` most recently written ``prefix*.txt`` entries."""
     try:
         with os.scandir(directory) as it:
             found = [
                 (d.stat().st_mtime_ns, d.path)
                 for d in it
-                if d.name.startswith("components-") and d.name.endswith(".txt")
+                if d.name.startswith(prefix) and d.name.endswith(".txt")
             ]
         for _, old in sorted(found, reverse=True)[MAX_ENTRIES:]:
             os.unlink(old)

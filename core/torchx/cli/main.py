@@ -3,8 +3,10 @@
 Sub-commands come from :func:`get_default_sub_cmds` plus the ``torchx.cli.cmds`` entry-point
 group (``name = module:SubCommandClass``; a plugin with a builtin's name replaces it).
 
-Startup is lazy: ``torchx --help`` imports only ``argparse`` and this package. Builtin commands
-are imported when selected, and their arguments are added only when that command is parsed.
+Startup is lazy: ``torchx --help`` imports only ``argparse`` and this package, and not even
+``argparse`` when the text argparse printed before is still valid (``_help_cache``). Builtin
+commands are imported when selected, and their arguments are added only when that command is
+parsed.
 
 Errors: a user mistake prints ``torchx: error: <one line>`` on stderr and exits 1 (argparse
 usage errors exit 2); the traceback is shown only with ``--log_level DEBUG``. A SIGINT or
@@ -14,23 +16,20 @@ its app.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
-from torchx.cli._lazy import (
-    HelpFormatter,
-    LazySubCommand,
-    LazySubParsersAction,
-    group_may_have_entry_points,
-)
-from torchx.cli.cmd_base import SubCommand
 from torchx.version import __version__
 
+# ``torchx --help`` served from the cache (``_help_cache``) imports this module only: argparse,
+# ``_lazy`` and ``cmd_base`` are imported where they are used
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import argparse
     from collections.abc import Mapping, Sequence
     from typing import Any
+
+    from torchx.cli.cmd_base import SubCommand
 
 __all__ = [
     "create_parser",
@@ -77,6 +76,8 @@ def load_group(group: str, default: Any = None, skip_defaults: bool = False) -> 
         default: returned when the group is empty.
         skip_defaults: return None instead of ``default`` for an empty group.
     """
+    from torchx.cli._lazy import group_may_have_entry_points
+
     if not group_may_have_entry_points(group):
         return None if skip_defaults else default
     from torchx.util.entrypoints import load_group as _load_group
@@ -90,6 +91,8 @@ def get_default_sub_cmds() -> dict[str, SubCommand]:
     Each value is a ``SubCommand`` that imports its module on first use (``.load()`` returns
     the real command object).
     """
+    from torchx.cli._lazy import LazySubCommand
+
     return {name: LazySubCommand(ref, help) for name, (ref, help) in _DEFAULT_SUB_CMDS.items()}
 
 
@@ -100,6 +103,8 @@ def get_sub_cmds() -> dict[str, SubCommand]:
         RuntimeError: a plugin command cannot be imported or instantiated.
         TypeError: a plugin entry point does not give a ``SubCommand``.
     """
+    from torchx.cli.cmd_base import SubCommand
+
     subcmds = get_default_sub_cmds()
     plugins: Mapping[str, Any] | None = load_group(CMDS_GROUP, default=None)
     for name, factory in (plugins or {}).items():
@@ -132,6 +137,8 @@ def _log_level(value: str) -> str:
     names = ("CRITICAL", "FATAL", "ERROR", "WARN", "WARNING", "INFO", "DEBUG", "NOTSET")
     if value.isdigit() or value.upper() in names:
         return value.upper()
+    import argparse
+
     raise argparse.ArgumentTypeError(
         f"invalid log level `{value}`; use one of {', '.join(names)} or a number"
     )
@@ -145,6 +152,10 @@ def create_parser(subcmds: Mapping[str, SubCommand]) -> argparse.ArgumentParser:
     Args:
         subcmds: the sub-commands by name.
     """
+    import argparse
+
+    from torchx.cli._lazy import HelpFormatter, LazySubParsersAction
+
     parser = argparse.ArgumentParser(
         prog="torchx", description="torchx CLI", formatter_class=HelpFormatter
     )
@@ -201,14 +212,28 @@ def main(argv: Sequence[str] | None = None) -> None:
     Args:
         argv: the arguments (default ``sys.argv[1:]``).
     """
+    from torchx.cli import _help_cache
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    _help_cache.print_cached_help(argv)  # exits when the stored text is valid
     from torchx.cli._handler import handle_errors
     from torchx.cli._signals import install_signal_handlers
 
     install_signal_handlers()
-    argv = list(sys.argv[1:] if argv is None else argv)
     with handle_errors(argv):
         subcmds = get_sub_cmds()
+    if argv in _help_cache.HELP_ARGS and _only_builtins(subcmds):
+        _help_cache.store_help(create_parser(subcmds).format_help())
     run_main(subcmds, argv)
+
+
+def _only_builtins(subcmds: Mapping[str, SubCommand]) -> bool:
+    """Whether ``subcmds`` are exactly the builtin commands (no ``torchx.cli.cmds`` plugin)."""
+    from torchx.cli._lazy import LazySubCommand
+
+    return list(subcmds) == list(_DEFAULT_SUB_CMDS) and all(
+        type(cmd) is LazySubCommand for cmd in subcmds.values()
+    )
 
 
 if __name__ == "__main__":
