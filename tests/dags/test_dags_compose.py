@@ -40,7 +40,7 @@ def test_airflow_services_run_this_project_with_dags_mounted(compose: dict[str, 
         assert "_PIP_ADDITIONAL_REQUIREMENTS" not in env  # installed in the image, offline
         assert env["AIRFLOW__CORE__DAGS_FOLDER"] == "/opt/airflow/dags"
         assert env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"].startswith("postgresql")
-        assert "./dags:/opt/airflow/dags:ro" in service["volumes"]
+        assert "${TORCHX_FLOW_DAGS:-./dags}:/opt/airflow/dags:ro" in service["volumes"]
         assert "./examples:/opt/torchx-flow/examples:ro" in service["volumes"]
         assert "torchx-home:/opt/torchx-home" in service["volumes"]
         assert service["depends_on"]["postgres"]["condition"] == "service_healthy"

@@ -9,7 +9,9 @@ and ``down --volumes`` leaves no container, network or volume of it behind.
 The DAG runs twice: with blocking operators, then with the scheduler's
 ``[operators] default_deferrable`` on (only the scheduler container is recreated). There the
 triggerer is another container: it hands the local_cwd apps back and the tasks wait for them
-in the worker, which the task log says.
+in the worker, which the task log says. Between the two, ``torchx_env_check`` (written by the
+test next to the example DAG) shows that a replica the operator launches sees none of the
+stack's secrets (issue 19: the JWT secret, the API secret key, the DB URL, connections).
 
 Without docker-compose or testcontainers (``make test`` installs both) the test is skipped with
 the reason; in CI (``CI=true``) that is a failure, as for the ``docker`` marker.
@@ -22,6 +24,7 @@ import re
 import shutil
 import socket
 import subprocess
+import tempfile
 import time
 import urllib.parse
 import urllib.request
@@ -146,30 +149,41 @@ class Api:
         with urllib.request.urlopen(request, timeout=120) as response:
             return json.loads(response.read() or b"null")
 
-    def run_dag(self, conf: dict[str, Any], timeout: float = 600) -> tuple[str, str]:
-        """Triggers the DAG and returns ``(run id, final state)``."""
-        self.call("PATCH", f"/api/v2/dags/{DAG}", {"is_paused": False})
-        run = self.call("POST", f"/api/v2/dags/{DAG}/dagRuns", {"logical_date": None, "conf": conf})
+    def run_dag(
+        self, conf: dict[str, Any], timeout: float = 600, dag: str = DAG
+    ) -> tuple[str, str]:
+        """Triggers ``dag`` and returns ``(run id, final state)``."""
+        self.wait_parsed(dag)
+        self.call("PATCH", f"/api/v2/dags/{dag}", {"is_paused": False})
+        run = self.call("POST", f"/api/v2/dags/{dag}/dagRuns", {"logical_date": None, "conf": conf})
         run_id = run["dag_run_id"]
         quoted = urllib.parse.quote(run_id)
         deadline = time.monotonic() + timeout
         state = run["state"]
         while time.monotonic() < deadline:
-            state = self.call("GET", f"/api/v2/dags/{DAG}/dagRuns/{quoted}")["state"]
+            state = self.call("GET", f"/api/v2/dags/{dag}/dagRuns/{quoted}")["state"]
             if state in ("success", "failed"):
                 break
             time.sleep(3)
         return run_id, state
 
-    def tasks(self, run_id: str) -> dict[str, dict[str, Any]]:
+    def wait_parsed(self, dag: str, timeout: float = 300) -> None:
+        """Waits until the dag-processor has stored ``dag``."""
+        deadline = time.monotonic() + timeout
+        while dag not in {d["dag_id"] for d in self.call("GET", "/api/v2/dags?limit=100")["dags"]}:
+            if time.monotonic() > deadline:
+                pytest.fail(f"DAG {dag} was not parsed within {timeout:.0f} s", pytrace=False)
+            time.sleep(2)
+
+    def tasks(self, run_id: str, dag: str = DAG) -> dict[str, dict[str, Any]]:
         quoted = urllib.parse.quote(run_id)
-        found = self.call("GET", f"/api/v2/dags/{DAG}/dagRuns/{quoted}/taskInstances")
+        found = self.call("GET", f"/api/v2/dags/{dag}/dagRuns/{quoted}/taskInstances")
         return {ti["task_id"]: ti for ti in found["task_instances"]}
 
-    def log(self, run_id: str, task: dict[str, Any]) -> str:
+    def log(self, run_id: str, task: dict[str, Any], dag: str = DAG) -> str:
         quoted = urllib.parse.quote(run_id)
         path = (
-            f"/api/v2/dags/{DAG}/dagRuns/{quoted}/taskInstances/{task['task_id']}"
+            f"/api/v2/dags/{dag}/dagRuns/{quoted}/taskInstances/{task['task_id']}"
             f"/logs/{task['try_number']}?full_content=true"
         )
         content = self.call("GET", path)["content"]
@@ -199,6 +213,67 @@ def _run_and_check(api: Api, deferrable: bool) -> dict[str, str]:
     return logs
 
 
+JWT_SECRET = "torchx-flow-local-only"  # docker-compose.yml: the JWT secret and the API secret key
+ENV_DAG = "torchx_env_check"
+ENV_DAG_FILE = f'''"""Written by tests/dags/test_dags_compose_stack.py: a replica reports its env."""
+
+from datetime import datetime
+
+from airflow.sdk import DAG
+
+from torchx_airflow import TorchXOperator
+
+with DAG("{ENV_DAG}", schedule=None, start_date=datetime(2025, 1, 1), catchup=False):
+    TorchXOperator(
+        task_id="env",
+        component="utils.python",
+        component_args=["--script", "/opt/airflow/dags/env_report.py"],
+        env={{"SET_BY_THE_TASK": "1"}},
+    )
+'''
+# the secret reversed, so that Airflow's log masking cannot hide a leak
+ENV_REPORT = f'''import json, os
+secret = "{JWT_SECRET[::-1]}"[::-1]
+holding = sorted(k for k, v in os.environ.items() if secret in v)
+print("REPLICA_ENV " + json.dumps({{"names": sorted(os.environ), "holding_secret": holding}}))
+'''
+STRIPPED = (
+    "AIRFLOW__API_AUTH__JWT_SECRET",
+    "AIRFLOW__API__SECRET_KEY",
+    "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN",
+    "AIRFLOW_CONN_TORCHX_DEFAULT",
+)
+
+
+def _dag_folder() -> Path:
+    """The stack's DAG folder: the example DAG and the env check, readable by the container."""
+    folder = Path(tempfile.mkdtemp(prefix="txflow-compose-dags-"))
+    shutil.copy(REPO / "dags/torchx_training.py", folder / "torchx_training.py")
+    (folder / "torchx_env_check.py").write_text(ENV_DAG_FILE)
+    (folder / "env_report.py").write_text(ENV_REPORT)
+    for path in folder.iterdir():
+        path.chmod(0o644)
+    folder.chmod(0o755)
+    return folder
+
+
+def _check_replica_env(api: Api) -> None:
+    """A local_cwd replica launched by the operator sees none of the stack's secrets."""
+    run_id, state = api.run_dag({}, dag=ENV_DAG)
+    task = api.tasks(run_id, dag=ENV_DAG)["env"]
+    log = api.log(run_id, task, dag=ENV_DAG)
+    assert state == "success", log[-4000:]
+    line = next((x for x in log.splitlines() if "REPLICA_ENV " in x), None)
+    assert line is not None, log[-4000:]
+    report = json.loads(line.split("REPLICA_ENV ", 1)[1])
+    names = set(report["names"])
+    assert report["holding_secret"] == [], report
+    assert names.isdisjoint(STRIPPED), sorted(names & set(STRIPPED))
+    assert not [n for n in names if n.startswith("AIRFLOW_CONN_")]
+    # what the task sets, and the non-secret rest of the task's env, still reach it
+    assert {"SET_BY_THE_TASK", "PATH", "TORCHX_HOME"} <= names, sorted(names)
+
+
 def test_compose_stack_runs_torchx_training_blocking_then_deferrable(tmp_path: Path) -> None:
     build = subprocess.run(
         [str(REPO / "scripts/infra/compose-images.sh")],
@@ -210,15 +285,18 @@ def test_compose_stack_runs_torchx_training_blocking_then_deferrable(tmp_path: P
     project = f"txflow-compose-{uuid.uuid4().hex[:8]}"
     port = _free_port()
     env_file = tmp_path / "compose.env"
-    env_file.write_text(f"AIRFLOW_PORT={port}\nTORCHX_FLOW_DEFERRABLE=false\n")
+    dags = _dag_folder()
+    settings = f"AIRFLOW_PORT={port}\nTORCHX_FLOW_DAGS={dags}\n"
+    env_file.write_text(settings + "TORCHX_FLOW_DEFERRABLE=false\n")
     stack, engine = make_stack(env_file, project), Engine(project)
     try:
         stack.start()
         engine.wait_healthy()
         api = Api(port)
         _run_and_check(api, deferrable=False)
+        _check_replica_env(api)
 
-        env_file.write_text(f"AIRFLOW_PORT={port}\nTORCHX_FLOW_DEFERRABLE=true\n")
+        env_file.write_text(settings + "TORCHX_FLOW_DEFERRABLE=true\n")
         stack.recreate("airflow-scheduler")
         engine.wait_healthy()
         try:
@@ -227,4 +305,5 @@ def test_compose_stack_runs_torchx_training_blocking_then_deferrable(tmp_path: P
             raise AssertionError(f"{e}\nscheduler log:\n{_scheduler_log(engine)}") from None
     finally:
         stack.stop()
+        shutil.rmtree(dags, ignore_errors=True)
     assert engine.leftovers() == []
