@@ -28,13 +28,12 @@ from __future__ import annotations
 
 import builtins
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Optional
 
-from torchx.schedulers._kubernetes._opts import MODE_PLAIN, MODE_VOLCANO, Opts
+from torchx.schedulers._kubernetes._opts import MODE_PLAIN, Opts
 from torchx.schedulers._kubernetes.client import api_server_errors, load_api_client
 from torchx.schedulers._kubernetes.extras import add_pod_extras, parse_toleration
-from torchx.schedulers._kubernetes.logs import replica_log
 from torchx.schedulers._kubernetes.names import (
     ANNOTATION_ISTIO_SIDECAR,
     LABEL_APP_NAME,
@@ -55,24 +54,23 @@ from torchx.schedulers._kubernetes.names import (
 )
 from torchx.schedulers._kubernetes.overlay import apply_pod_overlay as _apply_pod_overlay
 from torchx.schedulers._kubernetes.plain_ops import PlainOps
+from torchx.schedulers._kubernetes.plain_submit import SubmitTiming
 from torchx.schedulers._kubernetes.pod import requests_and_limits, role_to_pod
 from torchx.schedulers._kubernetes.replicas import Replica
 from torchx.schedulers._kubernetes.request import KubernetesJob, sanitize_for_serialization
+from torchx.schedulers._kubernetes.scheduler_apps import AppQueries
 from torchx.schedulers._kubernetes.settings import Settings
 from torchx.schedulers._kubernetes.volcano import RETRY_POLICIES, app_to_volcano_job
 from torchx.schedulers._kubernetes.volcano_ops import VolcanoOps
 from torchx.schedulers._kubernetes.volcano_status import JOB_STATE, TASK_STATE
-from torchx.schedulers.api import DescribeAppResponse, ListAppResponse, Scheduler, Stream
+from torchx.schedulers.api import DescribeAppResponse, Scheduler
 from torchx.schedulers.ids import make_unique
-from torchx.schedulers.labels import LabelledApp, app_labels
 from torchx.specs.api import AppDef, AppDryRunInfo, CfgVal
 from torchx.specs.overlays import get_overlay
 from torchx.util.strings import normalize_str
 from torchx.workspace.docker_workspace import DockerWorkspaceMixin
 
 if TYPE_CHECKING:
-    from datetime import datetime
-
     from torchx.schedulers._kubernetes.modes import Mode
 
 __all__ = [
@@ -183,7 +181,7 @@ def app_to_resource(
     )
 
 
-class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVal]]):
+class KubernetesScheduler(AppQueries, DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVal]]):
     """Runs apps on Kubernetes, as a Volcano Job (default) or as plain Jobs (``mode=plain``).
 
     The app id is ``{namespace}:{job name}``. Cancel aborts a Volcano Job but keeps it for
@@ -195,6 +193,8 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVal]])
             kubeconfig, on first use.
         docker_client: a ``docker.DockerClient`` for image workspaces (built, then pushed to
             ``image_repo``); default: from the environment, only when a workspace is built.
+        kube: ``load_api_client``'s arguments (kubeconfig, context, in-cluster).
+        plain_timing: how long plain-mode submission may take (``_kubernetes.plain_submit``).
     """
 
     supports_app_labels = True
@@ -207,11 +207,13 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVal]])
         client: Optional[Any] = None,
         docker_client: Optional[Any] = None,
         kube: Optional[Mapping[str, Any]] = None,
+        plain_timing: Optional[SubmitTiming] = None,
     ) -> None:
         super().__init__("kubernetes", session_name, docker_client=docker_client)
         self._client = client
         self._owns_client = False  # an injected client belongs to the caller
         self._kube = dict(kube or {})  # load_api_client's arguments
+        self._plain_timing = plain_timing or SubmitTiming()
 
     # -- client ------------------------------------------------------------------------------
 
@@ -236,11 +238,14 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVal]])
 
     def _modes(self) -> builtins.list[Mode]:
         """Every mode, volcano first (see ``_kubernetes.modes``)."""
-        return [VolcanoOps(self._api_client), PlainOps(self._api_client)]
+        return [VolcanoOps(self._api_client), self._plain()]
 
     def _mode(self, name: str) -> Mode:
         """The mode the ``mode`` run option names."""
-        return PlainOps(self._api_client) if name == MODE_PLAIN else VolcanoOps(self._api_client)
+        return self._plain() if name == MODE_PLAIN else VolcanoOps(self._api_client)
+
+    def _plain(self) -> PlainOps:
+        return PlainOps(self._api_client, timing=self._plain_timing)
 
     def _mode_of(self, namespace: str, name: str, doing: str) -> Optional[Mode]:
         """The mode that has the app, or None."""
@@ -322,38 +327,6 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVal]])
                     mode.abort(namespace, name)
                     return
 
-    def log_iter(
-        self,
-        app_id: str,
-        role_name: str,
-        k: int = 0,
-        regex: Optional[str] = None,
-        since: Optional[datetime] = None,
-        until: Optional[datetime] = None,
-        should_tail: bool = False,
-        streams: Optional[Stream] = None,
-    ) -> Iterable[str]:
-        """Lines of replica ``k``'s log, each with its newline (see ``_kubernetes.logs``).
-
-        Raises:
-            ValueError: a stream other than COMBINED, or (plain mode) no such replica.
-        """
-        namespace, name = split_app_id(app_id)
-        # an app no mode has is read as TorchX did: the Volcano pod's log
-        mode = self._mode_of(namespace, name, f"reading the log of {app_id}")
-        return replica_log(
-            mode or self._mode(MODE_VOLCANO),
-            namespace,
-            name,
-            role_name,
-            k,
-            regex,
-            since,
-            until,
-            should_tail,
-            streams,
-        )
-
     def wait_for_change(self, app_id: str, timeout: float) -> None:
         """Return when the app may have changed, else after ``timeout`` seconds.
 
@@ -372,51 +345,6 @@ class KubernetesScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVal]])
             for mode in self._modes():
                 mode.delete(namespace, name)
 
-    def list(self, cfg: Optional[Mapping[str, CfgVal]] = None) -> builtins.list[ListAppResponse]:
-        """The apps of a namespace: ``cfg["namespace"]``, else the kube context's, else default."""
-        namespace = str((cfg or {}).get("namespace") or "") or self._context_namespace()
-        apps: builtins.list[ListAppResponse] = []
-        with api_server_errors(self._api_client(), f"listing apps in namespace {namespace}"):
-            for mode in self._modes():
-                apps.extend(mode.list(namespace))
-        return apps
-
-    def list_by_labels(
-        self, labels: Mapping[str, str], cfg: Optional[Mapping[str, CfgVal]] = None
-    ) -> builtins.list[LabelledApp]:
-        """The apps of a namespace whose Jobs (plain Jobs, Volcano Job) carry ``labels``.
-
-        One label-selected list per mode, then each app found is described. The namespace is
-        ``cfg["namespace"]``, else the kube context's, else ``default``.
-        """
-        namespace = str((cfg or {}).get("namespace") or "") or self._context_namespace()
-        with api_server_errors(self._api_client(), f"finding apps in namespace {namespace}"):
-            names = [n for m in self._modes() for n in m.names_by_labels(namespace, dict(labels))]
-        found: builtins.list[LabelledApp] = []
-        for name in dict.fromkeys(names):
-            desc = self.describe(f"{namespace}:{name}")
-            if desc is not None:
-                found.append(LabelledApp(desc.app_id, desc.state, app_labels(desc.metadata)))
-        return found
-
-    def set_app_labels(self, app_id: str, labels: Mapping[str, str]) -> None:
-        """Patch ``labels`` onto the app's Jobs (plain mode) or its Volcano Job.
-
-        Raises:
-            ValueError: no mode has the app.
-        """
-        namespace, name = split_app_id(app_id)
-        with api_server_errors(self._api_client(), f"labelling {app_id}"):
-            if not any(m.set_labels(namespace, name, dict(labels)) for m in self._modes()):
-                raise ValueError(f"kubernetes app `{app_id}` does not exist")
-
-    def _context_namespace(self) -> str:
-        try:
-            context = self._get_active_context()
-        except Exception:  # no kubeconfig (e.g. in-cluster): the default namespace
-            return "default"
-        return str((context.get("context") or {}).get("namespace") or "default")
-
 
 def create_scheduler(
     session_name: str,
@@ -432,8 +360,13 @@ def create_scheduler(
         docker_client: unused (TorchX compatibility).
         kwargs: ``kubeconfig`` (a path), ``kube_context``, ``in_cluster`` and
             ``kubeconfig_text`` (a kubeconfig's YAML) choose the cluster configuration
-            (see ``_kubernetes.client.load_api_client``); other keys are ignored (every
-            ``TORCHX_*`` env var arrives here).
+            (see ``_kubernetes.client.load_api_client``); ``k8s_submit_margin`` (env
+            ``TORCHX_K8S_SUBMIT_MARGIN``, seconds) is the plain-mode submission margin after
+            which an app with missing Jobs reads FAILED (``k8s_test_job_delay``: tests only);
+            other keys are ignored (every ``TORCHX_*`` env var arrives here).
+
+    Raises:
+        ValueError: ``k8s_submit_margin`` or ``k8s_test_job_delay`` is not seconds >= 0.
     """
     in_cluster = kwargs.get("in_cluster")
     if isinstance(in_cluster, str):
@@ -449,4 +382,5 @@ def create_scheduler(
         client=client,
         docker_client=docker_client,
         kube={k: v for k, v in kube.items() if v is not None},
+        plain_timing=SubmitTiming.from_params(kwargs),
     )

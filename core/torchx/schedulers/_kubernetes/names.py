@@ -11,6 +11,10 @@ from torchx.util.strings import normalize_str
 
 __all__ = [
     "ANNOTATION_ISTIO_SIDECAR",
+    "ANNOTATION_ROLE_REPLICAS",
+    "ANNOTATION_SUBMITTED_AT",
+    "ANNOTATION_SUBMIT_MARGIN",
+    "ANNOTATION_SUBMIT_WAIT",
     "ENV_TORCHX_IMAGE",
     "ENV_TORCHX_RANK0_HOST",
     "LABEL_APP_NAME",
@@ -51,6 +55,16 @@ LABEL_ORGANIZATION = "app.kubernetes.io/managed-by"
 LABEL_UNIQUE_NAME = "app.kubernetes.io/instance"
 ANNOTATION_ISTIO_SIDECAR = "sidecar.istio.io/inject"
 LABEL_INSTANCE_TYPE = "node.kubernetes.io/instance-type"
+
+# plain mode: what submission creates and how long it may take (``_kubernetes.plain_partial``)
+ANNOTATION_ROLE_REPLICAS = "torchx.pytorch.org/role-replicas"
+"""``{role}={replicas},...`` in role order (role names as in the role-name label): its Jobs."""
+ANNOTATION_SUBMITTED_AT = "torchx.pytorch.org/submitted-at"
+"""When submission started: ISO 8601 UTC, the submitter's clock."""
+ANNOTATION_SUBMIT_WAIT = "torchx.pytorch.org/submit-wait"
+"""Seconds submission may wait for rank 0's pod IP (``rank0_address=pod_ip``), else ``0``."""
+ANNOTATION_SUBMIT_MARGIN = "torchx.pytorch.org/submit-margin"
+"""Seconds submission takes at most besides that wait (creating the Jobs, clock skew)."""
 
 PLACEHOLDER_FIELD_PATH = "[FIELD_PATH]"
 """An env value starting with this prefix becomes ``valueFrom.fieldRef.fieldPath`` (the rest)."""

@@ -31,11 +31,12 @@ from torchx.schedulers._kubernetes.plain import (
     PlainJob,
     PlainRequest,
     app_to_plain,
-    fill_rank0_ip,
     job_name,
     service_name,
 )
+from torchx.schedulers._kubernetes.plain_partial import Partial, add_missing, check
 from torchx.schedulers._kubernetes.plain_status import (
+    ReplicaView,
     app_names,
     app_state,
     failure,
@@ -48,25 +49,22 @@ from torchx.schedulers._kubernetes.plain_status import (
     roles,
     waiting_status,
 )
+from torchx.schedulers._kubernetes.plain_submit import (
+    RANK0_IP_TIMEOUT,
+    PlainSubmitter,
+    SubmitTiming,
+    api_exception,
+)
 from torchx.schedulers._kubernetes.request import KubernetesJob
 from torchx.schedulers._kubernetes.settings import Settings
 from torchx.schedulers._kubernetes.waiting import events_reader
 from torchx.schedulers.api import DescribeAppResponse, ListAppResponse
 from torchx.schedulers.labels import app_labels
-from torchx.specs.api import AppDef, AppState, is_terminal
+from torchx.specs.api import NONE, AppDef, AppState, is_terminal
 
 __all__ = ["PlainOps", "RANK0_IP_TIMEOUT"]
 
-RANK0_IP_TIMEOUT = 600.0
-"""Seconds ``pod_ip`` submission waits for rank 0's pod to get an IP (it may be queued)."""
-
 _SELECTOR = f"{LABEL_ORGANIZATION}=torchx.pytorch.org,{LABEL_MODE}={MODE_LABEL_VALUE}"
-
-
-def _api_exception() -> type[Exception]:
-    from kubernetes.client.rest import ApiException
-
-    return ApiException
 
 
 def app_selector(name: str) -> str:
@@ -80,13 +78,19 @@ class PlainOps:
     Args:
         api_client: returns a configured ``kubernetes.client.ApiClient`` (called on first use).
         sleep: how to wait between polls (tests may pass a faster one).
+        timing: how long submission may take (recorded on the app, see ``plain_partial``);
+            None: the defaults.
     """
 
     def __init__(
-        self, api_client: Callable[[], Any], sleep: Callable[[float], None] = time.sleep
+        self,
+        api_client: Callable[[], Any],
+        sleep: Callable[[float], None] = time.sleep,
+        timing: Optional[SubmitTiming] = None,
     ) -> None:
         self._api_client = api_client
         self._sleep = sleep
+        self._timing = timing or SubmitTiming()
 
     @functools.cached_property
     def _batch(self) -> Any:
@@ -117,24 +121,20 @@ class PlainOps:
         )
         return PlainJob(resource=request)
 
+    @functools.cached_property
+    def _submitter(self) -> PlainSubmitter:
+        return PlainSubmitter(self._batch, self._core, self._sleep, self._timing)
+
     def validate(self, namespace: str, request: KubernetesJob) -> None:
         """Server-side dry-run create of every object (nothing is stored).
 
         Raises:
             ValueError: the API server rejected an object (its reason).
         """
-        plain: PlainRequest = request.resource
-        try:
-            self._core.create_namespaced_service(namespace, plain.service, dry_run="All")
-            for job in plain.jobs:
-                self._batch.create_namespaced_job(namespace, job, dry_run="All")
-        except _api_exception() as e:
-            raise ValueError(f"Invalid job spec: {getattr(e, 'reason', e)}") from e
+        self._submitter.validate(namespace, request.resource)
 
-    def create(
-        self, namespace: str, request: KubernetesJob, rank0_ip_timeout: float = RANK0_IP_TIMEOUT
-    ) -> str:
-        """Create the Service and the Jobs; with ``pod_ip`` rank 0 goes first.
+    def create(self, namespace: str, request: KubernetesJob) -> str:
+        """Create the Service and the Jobs (see ``_kubernetes.plain_submit``).
 
         Returns:
             The app name.
@@ -144,50 +144,9 @@ class PlainOps:
             RuntimeError: rank 0's pod got no IP in time (everything created is deleted).
         """
         plain: PlainRequest = request.resource
-        try:
-            self._core.create_namespaced_service(namespace, plain.service)
-        except _api_exception() as e:
-            if getattr(e, "status", None) == 409:
-                raise ValueError(
-                    f"Job `{plain.app_id}` already exists. This seems like a transient"
-                    " exception, try resubmitting job"
-                ) from e
-            raise
-        try:
-            self._create_jobs(namespace, plain, rank0_ip_timeout)
-        except BaseException:
-            self.delete(namespace, plain.app_id)
-            raise
-        return plain.app_id
-
-    def _create_jobs(self, ns: str, request: PlainRequest, rank0_ip_timeout: float) -> None:
-        first, rest = request.jobs[0], request.jobs[1:]
-        self._batch.create_namespaced_job(ns, first)
-        if rest and request.rank0_address == "pod_ip":
-            ip = self._wait_pod_ip(ns, first.metadata.name, rank0_ip_timeout)
-            for job in rest:
-                fill_rank0_ip(job, ip)
-        for job in rest:
-            self._batch.create_namespaced_job(ns, job)
-
-    def _wait_pod_ip(self, namespace: str, job: str, timeout: float) -> str:
-        deadline = time.monotonic() + timeout
-        while True:
-            pods = self._core.list_namespaced_pod(namespace, label_selector=f"job-name={job}")
-            for pod in pods.items:
-                if pod.status is not None and pod.status.pod_ip:
-                    return str(pod.status.pod_ip)
-                if pod.status is not None and pod.status.phase in ("Failed", "Succeeded"):
-                    raise RuntimeError(
-                        f"rank 0 pod {pod.metadata.name} ended ({pod.status.phase}) before it"
-                        " got an IP; see `torchx log` for its output"
-                    )
-            if time.monotonic() > deadline:
-                raise RuntimeError(
-                    f"rank 0 of Job {job} got no pod IP within {timeout:.0f} s (is it schedulable?"
-                    " `kubectl describe job` shows why); with cluster DNS use rank0_address=dns"
-                )
-            self._sleep(0.2)
+        return self._submitter.create(
+            namespace, plain, lambda: self.delete(namespace, plain.app_id)
+        )
 
     # -- read -----------------------------------------------------------------------------
 
@@ -219,7 +178,7 @@ class PlainOps:
         selector = app_selector(name)
         listed = self._core.list_namespaced_pod(namespace, label_selector=selector)
         jobs = self._jobs(namespace, name)
-        if not jobs or is_terminal(_state(jobs, replica_views(jobs, listed.items))):
+        if not jobs or is_terminal(_read(jobs, replica_views(jobs, listed.items))[0]):
             return
         stream = watch.Watch().stream(
             self._core.list_namespaced_pod,
@@ -247,20 +206,25 @@ class PlainOps:
         if not jobs:
             return None
         views = replica_views(jobs, self._pods(namespace, name))
-        state = _state(jobs, views)
+        now = time.time()
+        state, partial = _read(jobs, views, now)
         msg, error = failure(views)
         errors = replica_errors(views)
         if not is_terminal(state):
             msg, waiting = waiting_status(views, events_reader(self._core, namespace))
             errors.update(waiting)
+        statuses, found = role_statuses(views, errors), roles(views)
+        if partial is not None:  # submission stopped, or is still running (plain_partial)
+            msg = "; ".join(m for m in (partial.msg(), msg) if m != NONE)
+            add_missing(statuses, found, partial, now)
         return DescribeAppResponse(
             app_id=f"{namespace}:{name}",
             state=state,
             num_restarts=num_restarts(views),
             msg=msg,
             structured_error_msg=error,
-            roles_statuses=role_statuses(views, errors),
-            roles=roles(views),
+            roles_statuses=statuses,
+            roles=found,
             metadata=app_labels(jobs[0].metadata.labels or {}),
         )
 
@@ -273,19 +237,32 @@ class PlainOps:
         """
         jobs = self._jobs(namespace, name)
         views = replica_views(jobs, self._pods(namespace, name))
-        if _state(jobs, views) == AppState.FAILED:
+        if jobs and _read(jobs, views)[0] == AppState.FAILED:
             self.stop(namespace, name, "peer-failed")
 
     def list(self, namespace: str) -> list[ListAppResponse]:
         """Every plain-mode app in ``namespace`` (from its Jobs' labels and conditions)."""
         jobs = self._batch.list_namespaced_job(namespace, label_selector=_SELECTOR).items
-        out = []
+        out, now = [], time.time()
         for name, app_jobs in app_names(jobs).items():
             views = replica_views(app_jobs, [])
             cancelled = any(_stopped(job) == "cancelled" for job in app_jobs)
             state = app_state([_list_state(v.job, v.state) for v in views], cancelled)
+            partial = check(app_jobs, None, now)
+            if partial is not None and not partial.failed:  # rare: read rank 0's pod too
+                partial = check(app_jobs, self._rank0_pod(namespace, views), now)
+            if partial is not None:
+                state = partial.state(state)
             out.append(ListAppResponse(app_id=f"{namespace}:{name}", state=state, name=name))
         return out
+
+    def _rank0_pod(self, namespace: str, views: builtins.list[ReplicaView]) -> Optional[Any]:
+        rank0 = [v.job for v in views if (v.role_idx, v.replica_id) == (0, 0)]
+        if not rank0:
+            return None
+        job = rank0[0].metadata.name
+        pods = self._core.list_namespaced_pod(namespace, label_selector=f"job-name={job}")
+        return newest_pods(pods.items).get(job)
 
     def names_by_labels(self, namespace: str, labels: dict[str, str]) -> builtins.list[str]:
         """The names of the plain-mode apps whose Jobs carry ``labels`` (a label selector)."""
@@ -328,7 +305,7 @@ class PlainOps:
     def _read_job(self, namespace: str, job: str) -> Optional[Any]:
         try:
             return self._batch.read_namespaced_job(job, namespace)
-        except _api_exception() as e:
+        except api_exception() as e:
             if getattr(e, "status", None) == 404:
                 return None
             raise
@@ -377,7 +354,7 @@ class PlainOps:
     def _ignore_404(self, call: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
         try:
             call(*args, **kwargs)
-        except _api_exception() as e:
+        except api_exception() as e:
             if getattr(e, "status", None) != 404:
                 raise
 
@@ -390,6 +367,16 @@ def _stopped(job: Any) -> Optional[str]:
 def _state(jobs: list[Any], views: list[Any]) -> AppState:
     cancelled = any(_stopped(job) == "cancelled" for job in jobs)
     return app_state([v.state for v in views], cancelled)
+
+
+def _read(
+    jobs: list[Any], views: list[ReplicaView], now: Optional[float] = None
+) -> tuple[AppState, Optional[Partial]]:
+    """The app's state, and what it misses when it has fewer Jobs than submitted (or None)."""
+    rank0 = next((v.pod for v in views if (v.role_idx, v.replica_id) == (0, 0)), None)
+    partial = check(jobs, rank0, time.time() if now is None else now)
+    state = _state(jobs, views)
+    return (state if partial is None else partial.state(state)), partial
 
 
 def _list_state(job: Any, state: AppState) -> AppState:
