@@ -8,12 +8,14 @@ to an upstream step becomes an XCom pull of that task's ``return_value`` (``app_
 each task's ``parent_run_id`` is its parent step's ``tracker_run_id``, so tracker lineage is
 the same as with ``torchx pipeline run``.
 
-Parsing builds no AppDef and imports neither the runner nor the schedulers' backends.
+Parsing builds no AppDef and imports neither the runner nor the schedulers' backends. A
+pipeline file's plan is cached between parses (``_parse_cache``).
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Optional, Union
@@ -53,10 +55,9 @@ def to_jinja(pipeline: Pipeline, text: str) -> str:
     return _renderer(pipeline).render(text)
 
 
-def _dag_params(pipeline: Pipeline) -> dict[str, Any]:
-    from airflow.sdk import Param
-
-    params = {}
+def _param_specs(pipeline: Pipeline) -> dict[str, Any]:
+    """``{name: {default, description, schema}}`` of the pipeline's params (plain data)."""
+    specs = {}
     for name, p in pipeline.params.items():
         schema: dict[str, Any] = {"type": p.type}
         if p.minimum is not None:
@@ -65,16 +66,14 @@ def _dag_params(pipeline: Pipeline) -> dict[str, Any]:
             schema["maximum"] = p.maximum
         if p.enum is not None:
             schema["enum"] = p.enum
-        params[name] = Param(p.default, description=p.description or None, **schema)
-    return params
+        specs[name] = {"default": p.default, "description": p.description or None, "schema": schema}
+    return specs
 
 
-def _operator_kwargs(
-    pipeline: Pipeline,
-    name: str,
-    param_jinja: Optional[Mapping[str, str]],
-    task_kwargs: Mapping[str, Mapping[str, Any]],
+def _step_kwargs(
+    pipeline: Pipeline, name: str, param_jinja: Optional[Mapping[str, str]]
 ) -> dict[str, Any]:
+    """The ``TorchXOperator`` arguments that come from the pipeline step."""
     from torchx.workflow.plan import parent_of
 
     step = pipeline.effective(name)
@@ -97,11 +96,78 @@ def _operator_kwargs(
     parent = parent_of(pipeline, name)
     if parent:
         kwargs["parent_run_id"] = _xcom(parent, "tracker_run_id")
+    return kwargs
+
+
+def _plan(pipeline: Pipeline, param_jinja: Optional[Mapping[str, str]]) -> dict[str, Any]:
+    """What the DAG is made of: name, description, params, operator arguments, edges.
+
+    Plain data for a pipeline loaded from YAML, so that the parse cache can keep it as JSON.
+    """
+    from torchx.workflow.plan import dependencies, order
+
+    return {
+        "name": pipeline.name,
+        "description": pipeline.description or None,
+        "params": _param_specs(pipeline),
+        "tasks": {n: _step_kwargs(pipeline, n, param_jinja) for n in order(pipeline)},
+        "edges": dependencies(pipeline),
+    }
+
+
+def _is_plan(plan: Any) -> bool:
+    """Whether a cached ``plan`` has the shape :func:`_plan` gives."""
+    try:
+        tasks, edges = plan["tasks"], plan["edges"]
+        return (
+            isinstance(plan["name"], str)
+            and all(isinstance(p["schema"], dict) for p in plan["params"].values())
+            and all(isinstance(kw, dict) and kw.get("task_id") == n for n, kw in tasks.items())
+            and all(n in tasks and set(ups) <= set(tasks) for n, ups in edges.items())
+        )
+    except (KeyError, TypeError, AttributeError):
+        return False
+
+
+def _with_task_kwargs(
+    kwargs: dict[str, Any], name: str, task_kwargs: Mapping[str, Mapping[str, Any]]
+) -> dict[str, Any]:
     for extra in (task_kwargs.get("*", {}), task_kwargs.get(name, {})):
         env = {**(kwargs.get("env") or {}), **(extra.get("env") or {})}
         kwargs.update(extra)
         kwargs["env"] = env
     return kwargs
+
+
+def _load_plan(
+    pipeline: Union[Pipeline, str, os.PathLike[str]], param_jinja: Optional[Mapping[str, str]]
+) -> dict[str, Any]:
+    """The plan of ``pipeline``; a file's from the parse cache when it is still valid."""
+    if not isinstance(pipeline, (str, os.PathLike)):
+        from torchx.workflow import Pipeline as _Pipeline
+        from torchx.workflow import load_pipeline
+
+        if not isinstance(pipeline, _Pipeline):
+            pipeline = load_pipeline(pipeline)  # the same error as before for a bad argument
+        return _plan(pipeline, param_jinja)
+    from torchx_airflow import _parse_cache
+
+    source = os.fspath(pipeline)
+    cached = _parse_cache.load_plan(source, param_jinja)
+    if _is_plan(cached):
+        return cached
+    before = list(sys.modules)
+    from torchx.workflow import load_pipeline
+
+    loaded = load_pipeline(source)
+    plan = _plan(loaded, param_jinja)
+    files = [
+        os.path.abspath(s.component.rpartition(":")[0])
+        for s in loaded.steps.values()
+        if s.component and s.component.rpartition(":")[0].endswith(".py")
+    ]
+    _parse_cache.store_plan(source, param_jinja, plan, before, files)
+    return plan
 
 
 def dag_from_pipeline(
@@ -122,6 +188,11 @@ def dag_from_pipeline(
             task_kwargs={"train": {"retries": 2, "execution_timeout": timedelta(hours=1)}},
         )
 
+    A pipeline file's DAG plan (params, operator arguments, edges) is cached between parses
+    (:mod:`torchx_airflow._parse_cache`): a parse that finds the file, the installed
+    components and plugins, the ``.torchxconfig`` files and torchx itself unchanged loads
+    neither the pipeline nor the component registry.
+
     Args:
         pipeline: a :class:`torchx.workflow.Pipeline`, or the path of a pipeline YAML file.
         dag_id: the DAG id (default: the pipeline name).
@@ -136,26 +207,26 @@ def dag_from_pipeline(
     Raises:
         torchx.workflow.WorkflowError: the pipeline file is invalid.
     """
-    from airflow.sdk import DAG
+    from airflow.sdk import DAG, Param
 
-    from torchx.workflow import Pipeline as _Pipeline
-    from torchx.workflow import load_pipeline
-    from torchx.workflow.plan import dependencies, order
     from torchx_airflow.operators.torchx import TorchXOperator
 
-    if not isinstance(pipeline, _Pipeline):
-        pipeline = load_pipeline(pipeline)
+    plan = _load_plan(pipeline, param_jinja)
     dag_kwargs.setdefault("schedule", None)
     dag_kwargs.setdefault("start_date", datetime(2025, 1, 1))
     dag_kwargs.setdefault("catchup", False)
-    dag_kwargs.setdefault("doc_md", pipeline.description or None)
-    params = {**_dag_params(pipeline), **dag_kwargs.pop("params", {})}
-    with DAG(dag_id=dag_id or pipeline.name, params=params, **dag_kwargs) as dag:
+    dag_kwargs.setdefault("doc_md", plan["description"])
+    params = {
+        name: Param(p["default"], description=p["description"], **p["schema"])
+        for name, p in plan["params"].items()
+    }
+    params.update(dag_kwargs.pop("params", {}))
+    with DAG(dag_id=dag_id or plan["name"], params=params, **dag_kwargs) as dag:
         tasks = {
-            n: TorchXOperator(**_operator_kwargs(pipeline, n, param_jinja, task_kwargs or {}))
-            for n in order(pipeline)
+            n: TorchXOperator(**_with_task_kwargs(kwargs, n, task_kwargs or {}))
+            for n, kwargs in plan["tasks"].items()
         }
-        for name, ups in dependencies(pipeline).items():
+        for name, ups in plan["edges"].items():
             for up in ups:
                 tasks[up] >> tasks[name]
     return dag
