@@ -110,6 +110,27 @@ def launcher_component(
     return exec_into_python(component)
 
 
+def _launcher_task(
+    inputs: Mapping[str, Any], image: str, packages_to_install: Optional[Sequence[str]]
+) -> PipelineTask:
+    """The launcher task; channels nested in its inputs become inputs of their own."""
+    from torchx_kfp._compile.lifted import lift_channels, lifted_component
+    from torchx_kfp._in_task.launcher_fn import torchx_launch
+
+    values, channels = lift_channels(inputs)
+    if not channels:
+        return launcher_component(image, packages_to_install)(**values)
+    component = lifted_component(
+        torchx_launch,
+        "launcher",
+        channels,
+        base_image=image,
+        packages_to_install=list(packages_to_install or []) or None,
+        install_kfp_package=False,
+    )
+    return component(**values, **channels)
+
+
 def _app_spec(
     app: Union[AppDef, str, Callable[..., AppDef]],
     component_args: Optional[Sequence[Any]],
@@ -206,19 +227,19 @@ def launcher_from_app(
     pod = LauncherPod.of(
         launcher_resource, secrets, node_selector, tolerations, pvc, pvc_mount_path
     )
-    component = launcher_component(launcher_image, packages_to_install)
-    task = component(
+    inputs = {
         **spec,
-        params=dict(params or {}),
-        env=dict(env or {}),
-        scheduler=scheduler,
-        scheduler_cfg=scheduler_cfg,
-        parent_run_id=parent_run_id,
-        secret_env=pod.secret_env(),
-        service_account=service_account,
-        pvc=pvc,
-        pvc_mount_path=pvc_mount_path if pvc else "",
-    )
+        "params": dict(params or {}),
+        "env": dict(env or {}),
+        "scheduler": scheduler,
+        "scheduler_cfg": scheduler_cfg,
+        "parent_run_id": parent_run_id,
+        "secret_env": pod.secret_env(),
+        "service_account": service_account,
+        "pvc": pvc,
+        "pvc_mount_path": pvc_mount_path if pvc else "",
+    }
+    task = _launcher_task(inputs, launcher_image, packages_to_install)
     from kfp.dsl import pipeline_context
 
     if pipeline_context.Pipeline.get_default_pipeline() is not None:

@@ -198,38 +198,50 @@ def _assert_dataset_artifact(run: Any, results: Mapping[str, Any]) -> None:
 TORCH_IMAGE = "torchx-flow/torch:2.13.0"
 
 
-def _channel_in_list_pipeline() -> Any:
+HARD = 'say "hi" \\ C:\\tmp\\n\nline two {{ x }} {{torchx-kfp:0}}'
+"""A run-time value a JSON string, a shell, a template or a marker could trip over."""
+
+
+def _hard_values_pipeline() -> Any:
+    """A launcher task whose channels sit inside list, dict and f-string inputs."""
     from kfp import dsl
 
-    @dsl.component(base_image=TORCH_IMAGE, install_kfp_package=False)
-    def joined(items: list) -> str:
-        return " ".join(items)
+    from torchx_kfp import launcher_from_app
 
-    @dsl.pipeline(name="channel-in-list")
-    def channel_in_list(x: str = "a") -> None:
-        joined(items=["--x", f"{x}/y"])
+    @dsl.pipeline(name="hard-values")
+    def hard_values(x: str = "plain", n: int = 3) -> None:
+        launcher_from_app(
+            "utils.sh",
+            ["sh", "-c", 'printf "%s|%s|%s|%s\\n" "$0" "$V" "$N" "$W"', f"<{x}>"],
+            env={"V": x, "N": f"{n}", "W": f"{x}={n}"},
+            launcher_image=TORCH_IMAGE,
+        )
 
-    return channel_in_list
+    return hard_values
+
+
+def _hard_expected(x: str, n: int) -> str:
+    return f"<{x}>|{x}|{n}|{x}={n}"
 
 
 @pytest.mark.slow
-def test_channel_inside_a_list_constant_resolves_only_through_the_executor_input_text(
-    tmp_path: Path, client: Any
+def test_launcher_values_with_quotes_backslashes_newlines_and_braces_survive(
+    tmp_path: Path, client: Any, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    """The compiler leaves ``{{$.inputs.parameters['pipelinechannel--x']}}`` inside a list
-    constant; the driver passes it as text, and only the launcher's substring pass over the
-    ``{{$}}`` JSON replaces it, unescaped: a value with a double quote breaks the JSON (under
-    kfp.local too)."""
-    from _kfp_backend import BackendRuleError
-
-    need_image(client, TORCH_IMAGE)
-    _, results = run_ir(_channel_in_list_pipeline(), tmp_path / "ok", client, {"x": "plain"})
-    (task,) = results.values()
-    assert task.parameters["Output"] == "--x plain/y"
-    with pytest.raises(BackendRuleError, match="JSONDecodeError"):
-        run_ir(_channel_in_list_pipeline(), tmp_path / "quote", client, {"x": 'say "hi"'})
+    """Channels inside a launcher task's list, dict and f-string inputs are inputs of their
+    own (a marker in the constant): a value with ``"``, ``\\``, a newline or ``{{`` reaches
+    the app intact, under the backend's rules and under kfp.local (where a channel embedded
+    in the constant broke the ``{{$}}`` JSON)."""
     from kfp import local
 
+    need_image(client, TORCH_IMAGE)
+    _, results = run_ir(_hard_values_pipeline(), tmp_path / "rules", client, {"x": HARD, "n": 7})
+    (task,) = results.values()
+    lines = [line.split("] ", 1)[-1] for line in task.logs.splitlines() if "[sh/0]" in line]
+    assert "\n".join(lines) == _hard_expected(HARD, 7)
     local.init(runner=local.SubprocessRunner(use_venv=False), pipeline_root=str(tmp_path / "l"))
-    with pytest.raises(RuntimeError, match="FAILURE"):  # kfp.local substitutes the same way
-        _channel_in_list_pipeline()(x='say "hi"')
+    capfd.readouterr()
+    _hard_values_pipeline()(x=HARD, n=7)
+    out = capfd.readouterr().out
+    lines = [line.split("] ", 1)[-1] for line in out.splitlines() if "[sh/0]" in line]
+    assert "\n".join(lines) == _hard_expected(HARD, 7)

@@ -173,7 +173,7 @@ def _container_task(
 
 
 def _launcher_task(
-    component: Any,
+    component: Callable[[Mapping[str, Any], Mapping[str, str]], Any],
     pipeline: Pipeline,
     name: str,
     data: str,
@@ -182,12 +182,21 @@ def _launcher_task(
     deps: Mapping[str, list[str]],
     env: Mapping[str, str],
 ) -> PipelineTask:
+    """The step through a launcher task.
+
+    The channels in ``params`` and ``upstream`` become inputs of their own and the step's
+    ``artifacts`` output artifacts (:mod:`torchx_kfp._compile.lifted`); the task copies each
+    declared output to its artifact once the app SUCCEEDED.
+    """
+    from torchx_kfp._compile.lifted import lift_channels
+
     upstream = {
         f"{up}.{f}": _output(tasks[up], f) for up in _needed(pipeline, name, deps) for f in _FIELDS
     }
-    task = component(
-        pipeline=data, step=name, params=dict(values), upstream=upstream, env=dict(env)
-    )
+    inputs = {"pipeline": data, "step": name, "params": dict(values), "upstream": upstream}
+    inputs, channels = lift_channels({**inputs, "env": dict(env)})
+    artifacts = dict(pipeline.steps[name].artifacts)
+    task = component(channels, artifacts)(**inputs, **channels)
     task.set_display_name(name)
     return task
 
@@ -245,7 +254,7 @@ def pipeline_from_workflow(
     from torchx.workflow.plan import dependencies, order
     from torchx_kfp._compile.launcher_pod import mount_claim
     from torchx_kfp._in_task.workflow_run import pipeline_to_json
-    from torchx_kfp.launcher import DEFAULT_LAUNCHER_IMAGE, exec_into_python
+    from torchx_kfp.launcher import DEFAULT_LAUNCHER_IMAGE
 
     if mode not in ("auto", "launcher", "container"):
         raise ValueError(f"unknown mode `{mode}`: use auto, launcher or container")
@@ -254,23 +263,20 @@ def pipeline_from_workflow(
         pipeline = pipeline.model_copy(update={"source": os.path.join(pipeline_dir, name)})
     data = pipeline_to_json(pipeline)
     deps = dependencies(pipeline)
-    component = exec_into_python(  # SIGTERM reaches the launcher (it cancels the app)
-        dsl.component(
-            _step_function(),
-            base_image=launcher_image or DEFAULT_LAUNCHER_IMAGE,
-            packages_to_install=list(packages_to_install or []) or None,
-            install_kfp_package=False,
-        )
-    )
+    options = {
+        "base_image": launcher_image or DEFAULT_LAUNCHER_IMAGE,
+        "packages_to_install": list(packages_to_install or []) or None,
+        "install_kfp_package": False,
+    }
     volume = {"pvc": pvc or "", "pvc_mount_path": pvc_mount_path if pvc else ""}
-    step_task = functools.partial(component, **volume)  # launcher steps mount it in the app
+    step_task = _step_components(options, volume)  # launcher steps mount the claim in the app
 
     names = list(pipeline.params)
 
     def body(*args: Any, **kwargs: Any) -> None:
         values = {**dict(zip(names, args, strict=False)), **kwargs}
         tasks: dict[str, PipelineTask] = {}
-        artifacts: dict[str, list[str]] = {}  # {container step: its output artifacts}
+        artifacts: dict[str, list[str]] = {}  # {step: its output artifacts}
         for name in order(pipeline):
             single = mode != "launcher" and _single_task(pipeline, name)
             if mode == "container" and not single:
@@ -281,11 +287,11 @@ def pipeline_from_workflow(
                 )
             if single:
                 task = _container_task(pipeline, name, values, tasks, deps[name], artifacts)
-                artifacts[name] = list(pipeline.steps[name].artifacts)
             else:
                 task = _launcher_task(
                     step_task, pipeline, name, data, values, tasks, deps, env or {}
                 )
+            artifacts[name] = list(pipeline.steps[name].artifacts)
             task.set_caching_options(False)
             if pvc:
                 mount_claim(task, pvc, pvc_mount_path)
@@ -299,6 +305,35 @@ def pipeline_from_workflow(
     )
     _check_backend_rules(graph)
     return graph
+
+
+def _step_components(
+    options: Mapping[str, Any], volume: Mapping[str, Any]
+) -> Callable[[Mapping[str, Any], Mapping[str, str]], Any]:
+    """``(channels, artifacts) -> component`` (with the volume inputs bound) for launcher steps.
+
+    The plain step component (built once) when a step has neither lifted channels nor output
+    artifacts, else one generated for them (:func:`torchx_kfp._compile.lifted.lifted_component`).
+    Every component's shell ``exec``s Python, so SIGTERM reaches the launcher.
+    """
+    from kfp import dsl
+
+    from torchx_kfp._compile.lifted import lifted_component
+    from torchx_kfp.launcher import exec_into_python
+
+    plain: list[Any] = []
+
+    def component(channels: Mapping[str, Any], artifacts: Mapping[str, str]) -> Any:
+        if channels or artifacts:
+            made = lifted_component(
+                _step_function(), "workflow_step", channels, artifacts, **options
+            )
+            return functools.partial(made, **volume)
+        if not plain:
+            plain.append(exec_into_python(dsl.component(_step_function(), **options)))
+        return functools.partial(plain[0], **volume)
+
+    return component
 
 
 def _check_backend_rules(graph: Any) -> None:

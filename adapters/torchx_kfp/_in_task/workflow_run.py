@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Optional
 if TYPE_CHECKING:
     from torchx.workflow import Pipeline
 
-__all__ = ["pipeline_from_json", "pipeline_to_json", "run_step"]
+__all__ = ["pipeline_from_json", "pipeline_to_json", "run_step", "step_output_paths"]
 
 _APP_KEY = "__torchx_appdef__"
 
@@ -101,3 +101,22 @@ def run_step(
     scheduler = str(request.scheduler)
     parent = request.parent_run_id or ""
     return launch(spec, {}, env, scheduler, cfg, parent, volume=volume)
+
+
+def step_output_paths(
+    pipeline_json: str,
+    step: str,
+    params: Mapping[str, Any],
+    upstream: Mapping[str, str],
+    handle: str,
+) -> dict[str, str]:
+    """Step ``step``'s declared outputs, rendered once its app (``handle``) SUCCEEDED."""
+    from torchx.workflow.executor import resolve_params
+    from torchx.workflow.plan import ValueRenderer
+
+    pipeline = pipeline_from_json(pipeline_json)
+    values = resolve_params(pipeline, params)
+    results = _results(pipeline, upstream, values)
+    own = {"app_handle": handle, "app_id": handle.rsplit("/", 1)[-1], "tracker_run_id": handle}
+    results[step] = {"state": "SUCCEEDED", **own}
+    return ValueRenderer(pipeline, values, results).outputs_of(step)

@@ -41,10 +41,16 @@ def test_example_pipeline_compiles_with_params_and_order(tmp_path: Path) -> None
     # prepare_data and evaluate are single tasks: container tasks whose args carry the
     # pipeline inputs and the train task's app_id; dist.ddp (ports) goes through a launcher
     assert "torchx-workflow-step" in tasks["train"]["componentRef"]["name"]
-    upstream = tasks["train"]["inputs"]["parameters"]["upstream"]["runtimeValue"]["constant"]
-    assert upstream["prepare_data.tracker_run_id"].startswith(
-        "{{$.inputs.parameters['pipelinechannel--"
-    )
+    inputs = tasks["train"]["inputs"]["parameters"]
+    upstream = inputs["upstream"]["runtimeValue"]["constant"]
+    # no channel inside a constant: a marker there, the value an input of its own
+    marker = upstream["prepare_data.tracker_run_id"]
+    assert marker.startswith("{{torchx-kfp:") and "$" not in str(upstream)
+    lifted = inputs["torchx_channel_" + marker.strip("{}").split(":")[1]]
+    assert lifted["taskOutputParameter"] == {
+        "outputParameterKey": "tracker_run_id",
+        "producerTask": keys["prepare_data"],
+    }
     evaluate = tasks["evaluate"]["inputs"]["parameters"]
     assert evaluate["parent_run_id"]["taskOutputParameter"]["producerTask"] == keys["train"]
     assert any(
