@@ -11,7 +11,10 @@ Every step is one KFP task, named like the step:
 - every other step runs through a launcher task (``mode="launcher"`` forces it for all):
   the task renders the step with the run's parameters and the upstream steps' outputs, the
   same way ``torchx pipeline run`` does, and submits it with a TorchX scheduler through the
-  KFP adapter's launcher (log streaming, structured errors, cancel on SIGTERM).
+  KFP adapter's launcher (log streaming, structured errors, cancel on SIGTERM). Pipeline
+  channels reach it as inputs of their own, and its ``Step.artifacts`` are output artifacts
+  of the task, copied from the declared paths once the app SUCCEEDED
+  (:mod:`torchx_kfp._compile.lifted`).
 
 Pipeline parameters are the KFP pipeline's inputs (typed, with their defaults). A step's
 ``app_handle``/``app_id``/``tracker_run_id`` are task outputs wired into the tasks that use

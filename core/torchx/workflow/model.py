@@ -106,9 +106,9 @@ class Step(StepDefaults):
             ``{{ steps.SELF.app_id }}`` may appear in them.
         artifacts: declared outputs that orchestrators with an artifact store keep as typed
             artifacts, ``{output name: Artifact|Dataset|Model|Metrics|HTML|Markdown}``. On KFP
-            a container step's output becomes an output artifact of its task (shown in the
-            UI) and downstream container steps read it as an input artifact; the local
-            executor, Airflow and KFP launcher steps use the path.
+            the output becomes an output artifact of the step's task (container or launcher;
+            shown in the UI) and downstream container steps read it as an input artifact;
+            the local executor, Airflow and downstream KFP launcher steps use the path.
     """
 
     component: Optional[str] = None

@@ -27,11 +27,14 @@ BUSYBOX = "torchx-flow/busybox:latest"
 WRITE = 'mkdir -p "$(dirname "$1")" && echo "made by $TORCHX_JOB_ID" > "$1"'
 
 
-def _pipeline(kind: str = "Dataset") -> Pipeline:
+def _pipeline(kind: str = "Dataset", launcher: bool = False) -> Pipeline:
+    """``make`` writes x, ``use`` prints it; with ``launcher``, ``make`` is a launcher task
+    (its resource names a parameter) running the app on local_cwd inside the task."""
+    make = {"resource": "{{ params.res }}", "scheduler": "local_cwd"} if launcher else {}
     return validate_pipeline(
         Pipeline(
             name="handover",
-            params={"workdir": "/tmp/handover"},
+            params={"workdir": "/tmp/handover", "res": "cpu.small"},
             defaults={"image": BUSYBOX},
             steps={
                 "make": Step(
@@ -39,6 +42,7 @@ def _pipeline(kind: str = "Dataset") -> Pipeline:
                     args=["sh", "-c", WRITE, "sh", "{{ params.workdir }}/${app_id}/x.txt"],
                     outputs={"x": "{{ params.workdir }}/{{ steps.make.app_id }}/x.txt"},
                     artifacts={"x": kind},
+                    **make,
                 ),
                 "use": Step(component="utils.sh", args=["cat", "{{ steps.make.outputs.x }}"]),
             },
@@ -188,3 +192,72 @@ def test_copy_wrapper_copies_a_directory_and_refuses_a_missing_path(
     assert code == 1 and "the app did not write /tmp/src dir (declared output)" in logs
     code, logs = run("exit 3")
     assert code == 3
+
+
+TORCH_IMAGE = "torchx-flow/torch:2.13.0"
+
+
+def test_a_launcher_step_output_is_an_output_artifact_of_its_task(tmp_path: Path) -> None:
+    pipeline = pipeline_from_workflow(_pipeline("Model", launcher=True))
+    ir, _ = compile_ir(pipeline, tmp_path)
+    tasks = _by_name(ir)
+    make_key, make = tasks["make"]
+    comp = ir["components"][make["componentRef"]["name"]]
+    assert "torchx-workflow-step" in make["componentRef"]["name"]
+    art = comp["outputDefinitions"]["artifacts"]["x"]["artifactType"]
+    assert art["schemaTitle"] == "system.Model"
+    assert set(comp["outputDefinitions"]["parameters"]) == {
+        "app_handle",
+        "app_id",
+        "tracker_run_id",
+    }
+    _, use = tasks["use"]
+    (spec,) = use["inputs"]["artifacts"].values()
+    assert spec["taskOutputArtifact"] == {"outputArtifactKey": "x", "producerTask": make_key}
+
+
+def test_a_launcher_step_artifact_needs_an_identifier_name() -> None:
+    p = _pipeline(launcher=True)
+    make = p.steps["make"].model_copy(
+        update={"outputs": {"x-y": "/tmp/a"}, "artifacts": {"x-y": "Dataset"}}
+    )
+    bad = p.model_copy(update={"steps": {"make": make}})
+    with pytest.raises(ValueError, match="output artifact `x-y` of a launcher task needs a Python"):
+        pipeline_from_workflow(bad)
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_launcher_step_handover_under_backend_rules(tmp_path: Path, client: Any) -> None:
+    """The launcher task copies what its app wrote to its output artifact once the app
+    SUCCEEDED; the downstream container task reads it as an input artifact."""
+    from _kfp_backend_run import BackendRun
+
+    pipeline = pipeline_from_workflow(_pipeline(launcher=True), launcher_image=TORCH_IMAGE)
+    ir, platform = compile_ir(pipeline, tmp_path)
+    run = BackendRun(ir, client, tmp_path / "run", platform=platform)
+    results = run.run({})
+    make = next(r for r in results.values() if "x" in r.artifacts)
+    use = next(r for r in results.values() if r is not make)
+    written = run.host_path(make.artifacts["x"]["uri"]).read_text()
+    assert written == f"made by {make.parameters['app_handle']}\n"
+    assert written.startswith("made by local_cwd://")
+    assert use.logs == written
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_launcher_step_handover_under_kfp_local(
+    tmp_path: Path, client: Any, capfd: pytest.CaptureFixture[str]
+) -> None:
+    from kfp import local
+
+    from torchx_kfp.local import venv_docker_runner
+
+    repo = str(Path(__file__).resolve().parents[3])  # the venv's editable install points here
+    runner = venv_docker_runner(read_only=[repo])
+    local.init(runner=runner, pipeline_root=str(tmp_path / "root"))
+    pipeline_from_workflow(_pipeline(launcher=True), launcher_image=TORCH_IMAGE)()
+    (written,) = (tmp_path / "root").glob("*/*/x")
+    assert written.read_text().startswith("made by local_cwd://")
+    assert written.read_text() in capfd.readouterr().out
