@@ -23,7 +23,6 @@ Example::
 
 from __future__ import annotations
 
-import configparser
 import logging
 import os
 from collections.abc import Iterable, Mapping, Sequence
@@ -33,6 +32,8 @@ from typing import TYPE_CHECKING, Optional
 from torchx.settings import ENV_TORCHXCONFIG
 
 if TYPE_CHECKING:
+    import configparser
+
     from torchx.specs.api import CfgVal, runopts
 
 __all__ = [
@@ -93,6 +94,8 @@ def find_configs(dirs: Optional[Iterable[str]] = None) -> list[str]:
 
 
 def _new_parser() -> configparser.ConfigParser:
+    import configparser  # only once a config is read
+
     parser = configparser.ConfigParser()
     parser.optionxform = str  # type: ignore[assignment, method-assign]
     return parser
@@ -252,6 +255,8 @@ class TorchXConfig:
 
 
 def _value(source: str, parser: configparser.ConfigParser, section: str, key: str) -> str:
+    import configparser
+
     try:
         return parser.get(section, key)
     except configparser.InterpolationError as e:
