@@ -9,7 +9,9 @@
    backend-rules runner (``tests/_kfp_backend_run.py``: the KFP backend's placeholder rules,
    one container per task); skipped without a Docker engine.
 
-    python bench/bench_kfp.py [--steps 50] [--repeat 5] [--local-runs 3]
+    python bench/bench_kfp.py [--steps 50] [--repeat 5] [--local-runs 3] [--no-docker]
+
+``--no-docker`` runs part 1 only.
 """
 
 # no `from __future__ import annotations`: KFP reads the pipeline functions' annotations
@@ -256,11 +258,14 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=50)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--local-runs", type=int, default=3)
+    parser.add_argument("--no-docker", action="store_true", help="compile time only")
     args = parser.parse_args()
     import contextlib
     import io
 
     bench_compile(args.steps, args.repeat)
+    if args.no_docker:
+        return 0
     import logging
     import warnings
 

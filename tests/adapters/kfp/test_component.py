@@ -368,3 +368,45 @@ def test_building_a_component_leaves_the_appdef_as_it_was() -> None:
     assert container["args"][1] == "0" and "A" not in container.get("env", {})
     component_from_app(app, image="other", resource="cpu.small", max_retries=2)
     assert app == before
+
+
+def test_kubernetes_settings_made_once_are_copied_into_each_task() -> None:
+    """kfp-kubernetes runs once per distinct plain-text settings; every task gets its own
+    copy (a later change to one task's config leaves the others as they were)."""
+    from kfp import kubernetes
+
+    app = specs.AppDef(
+        name="a",
+        roles=[
+            specs.Role(
+                name="a",
+                image="img",
+                entrypoint="run",
+                mounts=[specs.VolumeMount(src="data-pvc", dst_path="/data")],
+            )
+        ],
+    )
+    tasks = []
+
+    @dsl.pipeline
+    def p() -> None:
+        tasks.append(container_from_app(app))
+        tasks[0].platform_config["kubernetes"]["pvcMount"][0]["mountPath"] = "/changed"
+        tasks.append(container_from_app(app))
+        kubernetes.add_pod_annotation(tasks[1], "only", "second")
+        tasks.append(container_from_app(app))
+
+    first, second, third = (t.platform_config["kubernetes"] for t in tasks)
+    assert first["pvcMount"][0]["mountPath"] == "/changed"
+    assert second["podMetadata"] == {"annotations": {"only": "second"}}
+    assert "podMetadata" not in third and third["pvcMount"][0]["mountPath"] == "/data"
+    assert third["pvcMount"] == [
+        {
+            "constant": "data-pvc",
+            "mountPath": "/data",
+            "pvcNameParameter": {"runtimeValue": {"constant": "data-pvc"}},
+        }
+    ]
+    assert third["emptyDirMounts"] == [
+        {"volumeName": "dshm", "mountPath": "/dev/shm", "medium": "Memory"}
+    ]
