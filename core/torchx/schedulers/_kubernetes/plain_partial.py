@@ -16,8 +16,9 @@ An app with fewer Jobs than recorded (:func:`check`) is PENDING, its ``msg`` nam
 not created yet, while submission may still be running; it is FAILED ("half-created") once it
 cannot be: ``submitted-at + submit-wait + submit-margin`` has passed, or rank 0's container
 started more than ``submit-margin`` ago (its pod had an IP before that, and the submitter
-creates the others right after it sees the IP). An app without these annotations (submitted
-by an older version) is read as before.
+creates the others right after it sees the IP), or the scheduler stopped its Jobs (cancel, or
+``enforce_fail_fast`` once it read FAILED: the verdict stays when rank 0's pod is gone). An
+app without these annotations (submitted by an older version) is read as before.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from torchx.schedulers._kubernetes.names import (
     LABEL_REPLICA_ID,
     LABEL_ROLE_NAME,
 )
+from torchx.schedulers._kubernetes.plain import ANNOTATION_STOPPED
 from torchx.specs.api import NONE, AppState, ReplicaStatus, Role, RoleStatus
 
 __all__ = [
@@ -180,7 +182,10 @@ def check(jobs: Sequence[Any], rank0_pod: Optional[Any], now: float) -> Optional
         return None
     started = _container_started(rank0_pod)
     late = now >= sub.deadline or (started is not None and now >= started + sub.margin)
-    return Partial(missing, late)
+    # stopped (cancelled, or its peers stopped once it read FAILED): rank 0's pod is gone,
+    # and nothing creates the missing Jobs any more
+    stopped = any((job.metadata.annotations or {}).get(ANNOTATION_STOPPED) for job in jobs)
+    return Partial(missing, late or stopped)
 
 
 def add_missing(

@@ -209,6 +209,11 @@ def test_rank0_running_past_the_margin_means_the_submitter_is_gone() -> None:
     assert resp.msg.startswith("app half-created: worker[1] has no Job ")
     (listed,) = ops.list(NS)  # list reads rank 0's pod for such an app
     assert listed.state == AppState.FAILED
+    ops.enforce_fail_fast(NS, name)  # stopped: the Job controller deletes rank 0's pod
+    api.pods.clear()
+    resp = ops.describe(NS, name)
+    assert resp is not None and resp.state == AppState.FAILED
+    assert resp.msg.startswith("app half-created: worker[1] has no Job ")
 
 
 def test_an_app_without_the_annotations_reads_as_today() -> None:
