@@ -70,7 +70,9 @@ def find_earlier(
     Nothing to find on a task instance's first try. The task state store's record comes first;
     else the label search (``labels``; it works without a store too: processed apps carry
     :data:`PROCESSED_LABEL`). An app found but not taken (ended FAILED, CANCELLED or
-    vanished) is marked processed.
+    vanished) is marked processed; a FAILED one also has its replicas that still run stopped
+    (``Runner.enforce_fail_fast``: a failed try may not have done it, and a half-created
+    Kubernetes app's rank 0 would wait for its missing peers for ever).
 
     Raises:
         AirflowException: a host-local app of an unfinished try was launched on another host
@@ -100,9 +102,27 @@ def find_earlier(
     state = status.state.name if status is not None else "GONE"
     log.info("app of a previous try: %s is %s -> %s", handle, state, decision.value)
     if decision is Decision.LAUNCH:
+        if status is not None and status.state.name == "FAILED":
+            _stop_replaced(runner, handle, log)
         mark_processed(runner, slot, handle, log, on_app=bool(labels) and status is not None)
         return None, None
     return handle, status
+
+
+def _stop_replaced(runner: Runner, app_handle: str, log: Any) -> None:
+    """Stops what still runs of a FAILED app this try replaces; never raises.
+
+    E.g. the rank 0 of a half-created Kubernetes app, waiting for peers never created.
+    """
+    try:
+        runner.enforce_fail_fast(app_handle)
+    except Exception as e:
+        log.warning(
+            "could not stop the replicas still running in %s (%s: %s); cancel it by hand",
+            app_handle,
+            type(e).__name__,
+            e,
+        )
 
 
 def mark_processed(
