@@ -110,3 +110,14 @@ def test_an_artifact_channel_in_a_launcher_input_is_one_clear_error() -> None:
         @dsl.pipeline(name="bad")
         def bad() -> None:
             launcher_from_app("utils.echo", params={"msg": make().outputs["data"]})
+
+
+def test_the_appdef_json_input_is_filled_after_parsing() -> None:
+    """An AppDef materialized with a channel in its args holds a marker inside its JSON
+    text; the value goes in after parsing, so a quote cannot break the JSON."""
+    from torchx_kfp._in_task.lifted import _filled
+
+    app = json.dumps({"roles": [{"args": ["--msg", "<{{torchx-kfp:0}}>"]}]})
+    out = _filled({"app": app, "args": ["{{torchx-kfp:0}}"]}, {0: 'a "q" \\'})
+    assert json.loads(out["app"]) == {"roles": [{"args": ["--msg", '<a "q" \\>']}]}
+    assert out["args"] == ['a "q" \\']
