@@ -30,12 +30,14 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Optional
+
+from torchx.util import stat_cache
 
 __all__ = ["MAX_ENTRIES", "RACY_SECONDS", "cache_path", "load_plan", "store_plan"]
 
-RACY_SECONDS = 2.0
+RACY_SECONDS = stat_cache.RACY_SECONDS
 """Files changed this recently (at store time) make the entry untrusted: nothing is stored."""
 
 MAX_ENTRIES = 64
@@ -43,18 +45,6 @@ MAX_ENTRIES = 64
 
 _FORMAT = "torchx-airflow-dag-plan 1"
 _OWN = ("torchx", "torchx_airflow")  # their modules count even when imported before loading
-_ABSENT = "-"
-# finders that look where PathFinder does (the importlib_metadata backport's, which Airflow
-# installs): the dist-info scan sees what they find
-_PATH_DIR_FINDERS = {("importlib_metadata", "MetadataPathFinder")}
-
-
-def _signature(path: str) -> str:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return _ABSENT
-    return f"{st.st_mtime_ns}:{st.st_size}"
 
 
 def _key(source: str, param_jinja: Optional[Mapping[str, str]]) -> str:
@@ -78,11 +68,7 @@ def cache_path(source: str, param_jinja: Optional[Mapping[str, str]] = None) -> 
         source: the pipeline file.
         param_jinja: the ``param_jinja`` of ``dag_from_pipeline``.
     """
-    import binascii
-
-    home = os.path.expanduser(os.environ.get("TORCHX_HOME") or "~/.torchx")
-    crc = binascii.crc32(_key(source, param_jinja).encode("utf-8", "surrogateescape"))
-    return os.path.join(home, "cache", f"dag-plan-{crc:08x}.json")
+    return stat_cache.cache_file("dag-plan-", _key(source, param_jinja), ".json")
 
 
 def load_plan(source: str, param_jinja: Optional[Mapping[str, str]] = None) -> Any:
@@ -103,9 +89,8 @@ def load_plan(source: str, param_jinja: Optional[Mapping[str, str]] = None) -> A
         entry = json.loads(body)
         if entry["key"] != _key(source, param_jinja):
             return None
-        for path, sig in entry["stats"]:
-            if _signature(path) != sig:
-                return None
+        if not stat_cache.unchanged((path, sig) for path, sig in entry["stats"]):
+            return None
         return entry["plan"]
     except (OSError, ValueError, KeyError, TypeError):
         return None
@@ -122,70 +107,12 @@ def _exact(value: Any) -> bool:
     return False
 
 
-def _uncertain_distributions() -> bool:
-    from importlib.machinery import PathFinder
-
-    for finder in sys.meta_path:
-        cls = finder if isinstance(finder, type) else type(finder)
-        name = (cls.__module__, cls.__qualname__)
-        custom = finder is not PathFinder and hasattr(finder, "find_distributions")
-        if custom and name not in _PATH_DIR_FINDERS:
-            return True
-    return False
-
-
-def _path_entries() -> Optional[list[str]]:
-    """Every ``sys.path`` entry and the ``entry_points.txt`` of each distribution on it."""
-    paths = [os.path.abspath(entry) for entry in sys.path]
-    found = list(paths)
-    for path in paths:
-        if os.path.isfile(path):
-            return None  # a zip: its distributions cannot be listed here
-        try:
-            it = os.scandir(path)
-        except OSError:
-            continue
-        with it:
-            for d in it:
-                if d.name.endswith(".egg"):
-                    return None
-                if d.name.endswith((".dist-info", ".egg-info")):
-                    found.append(os.path.join(d.path, "entry_points.txt"))
-    return found
-
-
 def _config_files() -> list[str]:
     explicit = os.environ.get("TORCHXCONFIG")
     if explicit is not None:
         return [os.path.abspath(explicit)] if explicit else []
     dirs = (os.path.expanduser("~"), os.getcwd())
     return [os.path.join(d, ".torchxconfig") for d in dirs]
-
-
-def _package_dirs(dirs: Iterable[str]) -> Iterator[str]:
-    for directory in dirs:
-        yield directory
-        try:
-            it = os.scandir(directory)
-        except OSError:
-            continue
-        with it:
-            for d in it:
-                if d.name != "__pycache__" and d.is_dir():
-                    yield d.path
-
-
-def _module_paths(names: Iterable[str]) -> Iterator[str]:
-    for name in names:
-        module = sys.modules.get(name)
-        file = getattr(module, "__file__", None)
-        if isinstance(file, str):
-            yield file
-        try:
-            path = list(getattr(module, "__path__", None) or ())
-        except TypeError:  # a __path__ that is no path list
-            continue
-        yield from _package_dirs(p for p in path if isinstance(p, str))
 
 
 def store_plan(
@@ -209,24 +136,17 @@ def store_plan(
     Returns:
         Whether an entry was written (False when it could not be trusted).
     """
-    import time
-
-    if not _exact(plan) or _uncertain_distributions():
+    if not _exact(plan):
         return False
-    entries = _path_entries()
+    entries = stat_cache.path_entries()
     if entries is None:
         return False
     before = set(modules_before)
-    mods = [n for n in list(sys.modules) if n not in before or n.split(".")[0] in _OWN]
+    mods = [m for n, m in list(sys.modules.items()) if n not in before or n.split(".")[0] in _OWN]
     files = [os.path.abspath(source), *entries, *_config_files(), *component_files]
-    paths = list(dict.fromkeys([*files, *_module_paths(mods)]))
-    racy_after = time.time_ns() - int(RACY_SECONDS * 1e9)
-    stats = []
-    for path in paths:
-        sig = _signature(path)
-        if sig != _ABSENT and int(sig.partition(":")[0]) >= racy_after:
-            return False
-        stats.append([path, sig])
+    stats = stat_cache.stat_list([*files, *stat_cache.module_files(mods)], RACY_SECONDS)
+    if stats is None:
+        return False
     entry = {"key": _key(source, param_jinja), "stats": stats, "plan": plan}
     return _write(cache_path(source, param_jinja), json.dumps(entry).encode())
 
@@ -234,32 +154,8 @@ def store_plan(
 def _write(path: str, body: bytes) -> bool:
     import binascii
 
-    tmp = f"{path}.{os.getpid()}.tmp"
-    try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(tmp, "wb") as f:
-            f.write(f"{_FORMAT} {binascii.crc32(body):08x}\n".encode() + body)
-        os.replace(tmp, path)
-    except OSError:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+    head = f"{_FORMAT} {binascii.crc32(body):08x}\n".encode()
+    if not stat_cache.write_atomic(path, head + body):
         return False
-    _evict(os.path.dirname(path))
+    stat_cache.evict(os.path.dirname(path), "dag-plan-", ".json", MAX_ENTRIES)
     return True
-
-
-def _evict(directory: str) -> None:
-    """Keeps the :data:`MAX_ENTRIES` most recently written entries."""
-    try:
-        with os.scandir(directory) as it:
-            found = [
-                (d.stat().st_mtime_ns, d.path)
-                for d in it
-                if d.name.startswith("dag-plan-") and d.name.endswith(".json")
-            ]
-        for _, old in sorted(found, reverse=True)[MAX_ENTRIES:]:
-            os.unlink(old)
-    except OSError:
-        pass

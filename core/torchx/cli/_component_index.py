@@ -29,8 +29,7 @@ from __future__ import annotations
 import os
 import sys
 
-from torchx.util.entrypoints import _custom_distribution_finders as _uncertain_distributions
-from torchx.util.entrypoints import _dist_info_dirs
+from torchx.util import stat_cache
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -46,22 +45,13 @@ __all__ = [
 ]
 
 _FORMAT = "torchx-component-index 1"
-_ABSENT = "-"
 
-RACY_SECONDS = 2.0
+RACY_SECONDS = stat_cache.RACY_SECONDS
 """Files changed this recently (at store time) make the entry untrusted: nothing is stored."""
 
 MAX_ENTRIES = 16
 """Indexes kept in the cache directory (each ``sys.path``, e.g. each working directory of
 ``python -m torchx.cli.main``, has its own); the least recently written go first."""
-
-
-def _signature(path: str) -> str:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return _ABSENT
-    return f"{st.st_mtime_ns}:{st.st_size}"
 
 
 def _key() -> str:
@@ -75,11 +65,7 @@ def index_path() -> str:
     The file lives in ``$TORCHX_HOME/cache`` (default ``~/.torchx/cache``); its name carries
     a CRC of the key so that several environments sharing a home do not evict each other.
     """
-    import binascii
-
-    home = os.path.expanduser(os.environ.get("TORCHX_HOME") or "~/.torchx")
-    crc = binascii.crc32(_key().encode("utf-8", "surrogateescape"))
-    return os.path.join(home, "cache", f"components-{crc:08x}.txt")
+    return stat_cache.cache_file("components-", _key(), ".txt")
 
 
 def load_names() -> list[str] | None:
@@ -96,7 +82,7 @@ def load_names() -> list[str] | None:
         kind, _, rest = line.partition(" ")
         if kind == "stat":
             sig, _, path = rest.partition(" ")
-            if _signature(path) != sig:
+            if stat_cache.signature(path) != sig:
                 return None
         elif kind == "name":
             names.append(rest)
@@ -109,47 +95,11 @@ def load_names() -> list[str] | None:
 
 def _path_entries() -> list[str] | None:
     """Every ``sys.path`` entry and the ``entry_points.txt`` of each distribution on it."""
-    paths = [entry or os.getcwd() for entry in sys.path]
-    dists = _dist_info_dirs(paths)
-    if dists is None:
-        return None
-    return [*paths, *(os.path.join(d, "entry_points.txt") for d in dists)]
-
-
-def _package_dirs(dirs: Iterable[str]) -> Iterator[str]:
-    for directory in dirs:
-        yield directory
-        try:
-            it = os.scandir(directory)
-        except OSError:
-            continue
-        with it:
-            for d in it:
-                if d.name != "__pycache__" and d.is_dir():
-                    yield d.path
-
-
-def _is_stdlib(path: str, stdlib: str, site: tuple[str, ...]) -> bool:
-    return path.startswith(stdlib) and not path.startswith(site)
+    return stat_cache.path_entries()
 
 
 def _module_paths() -> Iterator[str]:
-    import sysconfig
-
-    # the standard library changes only with the Python version, which is part of the key
-    paths = sysconfig.get_paths()
-    stdlib = os.path.join(paths["stdlib"], "")
-    site = (os.path.join(paths["purelib"], ""), os.path.join(paths["platlib"], ""))
-    for module in list(sys.modules.values()):
-        file = getattr(module, "__file__", None)
-        if isinstance(file, str) and not _is_stdlib(file, stdlib, site):
-            yield file
-        try:
-            path = list(getattr(module, "__path__", None) or ())
-        except TypeError:  # a __path__ that is no path list (torch._classes)
-            continue
-        dirs = [p for p in path if isinstance(p, str) and not _is_stdlib(p, stdlib, site)]
-        yield from _package_dirs(dirs)
+    return stat_cache.module_files(list(sys.modules.values()), skip_stdlib=True)
 
 
 def store_names(names: Iterable[str]) -> bool:
@@ -163,59 +113,22 @@ def store_names(names: Iterable[str]) -> bool:
     Returns:
         Whether an entry was written (False when it could not be trusted).
     """
-    import time
-
-    entries = None if _uncertain_distributions() else _path_entries()
+    entries = _path_entries()
     if entries is None:
         return False
-    paths = list(dict.fromkeys([*entries, *_module_paths()]))
     names = list(names)
-    if any("\n" in text for text in [*paths, *names, _key()]):
+    stats = stat_cache.stat_list([*entries, *_module_paths()], RACY_SECONDS)
+    if stats is None or any("\n" in text for text in [*(p for p, _ in stats), *names, _key()]):
         return False
-    racy_after = time.time_ns() - int(RACY_SECONDS * 1e9)
     lines = [_FORMAT, "key " + _key()]
-    for path in paths:
-        sig = _signature(path)
-        if sig != _ABSENT and int(sig.partition(":")[0]) >= racy_after:
-            return False
-        lines.append(f"stat {sig} {path}")
+    lines += [f"stat {sig} {path}" for path, sig in stats]
     lines += [f"name {name}" for name in names]
     lines.append("end")
     path = index_path()
-    if not _write(path, "\n".join(lines) + "\n"):
+    text = "\n".join(lines) + "\n"
+    if not stat_cache.write_atomic(path, text.encode("utf-8", "surrogateescape")):
         return False
-    _evict(os.path.dirname(path))
-    return True
-
-
-def _evict(directory: str, prefix: str = "components-") -> None:
-    """Keeps the :data:`MAX_ENTRIES` most recently written ``prefix*.txt`` entries."""
-    try:
-        with os.scandir(directory) as it:
-            found = [
-                (d.stat().st_mtime_ns, d.path)
-                for d in it
-                if d.name.startswith(prefix) and d.name.endswith(".txt")
-            ]
-        for _, old in sorted(found, reverse=True)[MAX_ENTRIES:]:
-            os.unlink(old)
-    except OSError:
-        pass
-
-
-def _write(path: str, text: str) -> bool:
-    tmp = f"{path}.{os.getpid()}.tmp"
-    try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(tmp, "w", encoding="utf-8", errors="surrogateescape") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except OSError:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        return False
+    stat_cache.evict(os.path.dirname(path), "components-", ".txt", MAX_ENTRIES)
     return True
 
 

@@ -23,6 +23,8 @@ from __future__ import annotations
 import os
 import sys
 
+from torchx.util import stat_cache
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -33,6 +35,7 @@ HELP_ARGS = (["--help"], ["-h"])
 """The command lines served from the cache (exactly these)."""
 
 _FORMAT = "torchx-help 1"
+MAX_ENTRIES = 16  # help texts kept (one per interpreter, sys.path, width and locale)
 _LOCALE_VARS = ("LANGUAGE", "LC_ALL", "LC_MESSAGES", "LANG")
 
 
@@ -67,19 +70,7 @@ def _sources() -> list[str]:
 
 def help_path() -> str:
     """Returns the cache file of this interpreter, ``sys.path`` and width (not created)."""
-    import binascii
-
-    home = os.path.expanduser(os.environ.get("TORCHX_HOME") or "~/.torchx")
-    crc = binascii.crc32(_key().encode("utf-8", "surrogateescape"))
-    return os.path.join(home, "cache", f"help-{crc:08x}.txt")
-
-
-def _signature(path: str) -> str:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return "-"
-    return f"{st.st_mtime_ns}:{st.st_size}"
+    return stat_cache.cache_file("help-", _key(), ".txt")
 
 
 def cached_help(argv: Sequence[str]) -> str | None:
@@ -101,7 +92,7 @@ def cached_help(argv: Sequence[str]) -> str | None:
     for line in lines[2:]:
         kind, _, rest = line.partition(" ")
         sig, _, path = rest.partition(" ")
-        if kind != "stat" or _signature(path) != sig:
+        if kind != "stat" or stat_cache.signature(path) != sig:
             return None
     return text
 
@@ -117,27 +108,18 @@ def store_help(text: str) -> bool:
     Returns:
         Whether an entry was written (False when it could not be trusted).
     """
-    import time
-
-    from torchx.cli import _component_index as index
-
-    entries = None if index._uncertain_distributions() else index._path_entries()
+    entries = stat_cache.path_entries()
     if entries is None:
         return False
-    paths = list(dict.fromkeys([*entries, *_sources()]))
-    if any("\n" in p for p in [*paths, _key()]):
+    stats = stat_cache.stat_list([*entries, *_sources()])
+    if stats is None or any("\n" in p for p in [*(p for p, _ in stats), _key()]):
         return False
-    racy_after = time.time_ns() - int(index.RACY_SECONDS * 1e9)
-    lines = [_FORMAT, "key " + _key()]
-    for path in paths:
-        sig = _signature(path)
-        if sig != "-" and int(sig.partition(":")[0]) >= racy_after:
-            return False
-        lines.append(f"stat {sig} {path}")
+    lines = [_FORMAT, "key " + _key(), *(f"stat {sig} {path}" for path, sig in stats)]
     path = help_path()
-    if not index._write(path, "\n".join(lines) + "\ntext\n" + text):
+    data = ("\n".join(lines) + "\ntext\n" + text).encode("utf-8", "surrogateescape")
+    if not stat_cache.write_atomic(path, data):
         return False
-    index._evict(os.path.dirname(path), "help-")
+    stat_cache.evict(os.path.dirname(path), "help-", ".txt", MAX_ENTRIES)
     return True
 
 

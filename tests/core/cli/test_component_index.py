@@ -231,7 +231,6 @@ def test_truncated_or_foreign_index_is_ignored(site: Path) -> None:
 def test_store_refuses_racy_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fresh = tmp_path / "fresh"
     fresh.mkdir()
-    monkeypatch.setattr(_component_index, "_uncertain_distributions", lambda: False)
     monkeypatch.setattr(_component_index, "_module_paths", lambda: iter(()))
     monkeypatch.setattr(_component_index, "_path_entries", lambda: [str(fresh)])
     assert not _component_index.store_names(["x"])  # changed just now
@@ -254,7 +253,6 @@ def test_old_indexes_are_evicted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     fresh = tmp_path / "fresh"
     fresh.mkdir()
     _backdate(fresh)
-    monkeypatch.setattr(_component_index, "_uncertain_distributions", lambda: False)
     monkeypatch.setattr(_component_index, "_module_paths", lambda: iter(()))
     monkeypatch.setattr(_component_index, "_path_entries", lambda: [str(fresh)])
     assert _component_index.store_names(["x"])
