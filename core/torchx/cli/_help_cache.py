@@ -29,7 +29,14 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-__all__ = ["HELP_ARGS", "cached_help", "help_path", "print_cached_help", "store_help"]
+__all__ = [
+    "HELP_ARGS",
+    "cached_help",
+    "help_path",
+    "print_cached_help",
+    "store_help",
+    "terminal_columns",
+]
 
 HELP_ARGS = (["--help"], ["-h"])
 """The command lines served from the cache (exactly these)."""
@@ -39,8 +46,11 @@ MAX_ENTRIES = 16  # help texts kept (one per interpreter, sys.path, width and lo
 _LOCALE_VARS = ("LANGUAGE", "LC_ALL", "LC_MESSAGES", "LANG")
 
 
-def _width() -> int:
-    # the width HelpFormatter uses (``_lazy._terminal_columns``), without importing argparse
+def terminal_columns() -> int:
+    """``shutil.get_terminal_size().columns`` without importing shutil (bz2, lzma, ...).
+
+    ``_lazy.HelpFormatter`` sizes the help with it, and the cache key holds it.
+    """
     try:
         return int(os.environ["COLUMNS"])
     except (KeyError, ValueError):
@@ -57,7 +67,7 @@ def _key() -> str:
     locale = [f"{name}={os.environ.get(name, '')}" for name in _LOCALE_VARS]
     paths = [os.path.abspath(p) for p in sys.path]
     return "\x1f".join(
-        [sys.executable, sys.version, __version__, f"width={_width()}", *locale, *paths]
+        [sys.executable, sys.version, __version__, f"width={terminal_columns()}", *locale, *paths]
     )
 
 

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import os
-import sys
 
+from torchx.cli._help_cache import terminal_columns
 from torchx.cli.cmd_base import SubCommand
 
 TYPE_CHECKING = False
@@ -22,23 +21,11 @@ if TYPE_CHECKING:
 __all__ = ["HelpFormatter", "LazySubCommand", "LazySubParsersAction", "group_may_have_entry_points"]
 
 
-def _terminal_columns() -> int:
-    """``shutil.get_terminal_size().columns`` without importing shutil (bz2, lzma, ...)."""
-    try:
-        return int(os.environ["COLUMNS"])
-    except (KeyError, ValueError):
-        pass
-    try:
-        return os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
-    except (AttributeError, ValueError, OSError):
-        return 80
-
-
 class HelpFormatter(argparse.HelpFormatter):
     """argparse's formatter, sized like argparse does it but without importing shutil."""
 
     def __init__(self, prog: str, **kwargs: Any) -> None:
-        kwargs.setdefault("width", _terminal_columns() - 2)
+        kwargs.setdefault("width", terminal_columns() - 2)
         super().__init__(prog, **kwargs)
 
 
