@@ -8,10 +8,12 @@ step runs ``IMAGE`` (it holds the examples at ``/opt/torchx-flow/examples``), an
 outputs (paths under ``workdir``) live on the PersistentVolumeClaim ``torchx-training-data``
 (``deploy/torchx-training-pvc.yaml``), mounted at ``/mnt/torchx`` in every task and, with
 ``scheduler=kubernetes``, in the train step's pods: ``workdir`` defaults to it here.
-``prepare_data``'s declared output ``dataset`` is also a KFP ``Dataset`` artifact (the step's
-``artifacts``): its task copies the file into the artifact, the KFP UI shows it, and
-``evaluate`` (a container task) reads it as an input artifact; ``train``'s checkpoint (a
-launcher step) stays a path on the claim.
+The declared outputs are KFP artifacts too (the steps' ``artifacts``, ``ARTIFACTS``):
+``prepare_data``'s ``dataset`` a ``Dataset`` and ``evaluate``'s ``metrics`` (``{mse,
+checkpoint}``) ``Metrics``, each copied by its container task from the declared path, and
+``train``'s ``checkpoint`` a ``Model``, copied by the launcher task once the app SUCCEEDED
+(the app writes it on the claim, which the launcher task mounts too). The KFP UI lists the
+three; ``evaluate`` reads the dataset and the checkpoint as input artifacts.
 """
 
 from pathlib import Path
@@ -24,17 +26,22 @@ IMAGE = "torchx-flow/torch:2.13.0"
 DATA = "/mnt/torchx"
 """Where the shared claim is mounted (the KFP default of ``workdir``)."""
 PVC = "torchx-training-data"
+ARTIFACTS = {
+    "prepare_data": {"dataset": "Dataset"},
+    "train": {"checkpoint": "Model"},
+    "evaluate": {"metrics": "Metrics"},
+}
+"""The steps' declared outputs that are KFP artifacts, with their kinds."""
 
 
 def for_kfp(pipeline: Pipeline) -> Pipeline:
-    """The pipeline for KFP: images, ``workdir`` on the claim, the dataset an artifact."""
+    """The pipeline for KFP: images, ``workdir`` on the claim, ``ARTIFACTS`` declared."""
     params = dict(pipeline.params)
     params["workdir"] = params["workdir"].model_copy(update={"default": DATA})
     defaults = pipeline.defaults.model_copy(update={"image": IMAGE})
     steps = dict(pipeline.steps)
-    steps["prepare_data"] = steps["prepare_data"].model_copy(
-        update={"artifacts": {"dataset": "Dataset"}}
-    )
+    for name, artifacts in ARTIFACTS.items():
+        steps[name] = steps[name].model_copy(update={"artifacts": artifacts})
     return pipeline.model_copy(update={"params": params, "defaults": defaults, "steps": steps})
 
 

@@ -175,9 +175,8 @@ def test_launcher_pipelines_under_backend_rules(name: str, tmp_path: Path, clien
         pytest.fail(str(err)[-2000:])
     data = run.root / "pvc" / run.params["pvc"] if "pvc" in inputs else shared
     assert list(data.rglob("model.pt"))
-    if "tracker_dir" not in inputs:  # the workflow: no tracker, evaluate prints its metrics
-        assert any("mse" in r.logs for r in results.values())
-        _assert_dataset_artifact(run, results)
+    if "tracker_dir" not in inputs:  # the workflow: no tracker, data as KFP artifacts
+        _assert_workflow_artifacts(run, results, data)
         return
     train = next(r for k, r in results.items() if "train" in k or k.endswith("-2"))
     metrics = [p for p in data.rglob("*metrics*") if p.is_file()]
@@ -185,14 +184,34 @@ def test_launcher_pipelines_under_backend_rules(name: str, tmp_path: Path, clien
     _assert_lineage(data / "tracker", train.parameters["app_id"])
 
 
-def _assert_dataset_artifact(run: Any, results: Mapping[str, Any]) -> None:
-    """The workflow's ``prepare_data`` output is a Dataset artifact that evaluate reads."""
-    (prepare,) = [r for r in results.values() if "dataset" in r.artifacts]
+def _assert_workflow_artifacts(run: Any, results: Mapping[str, Any], data: Path) -> None:
+    """The workflow's dataset (prepare, a container task), checkpoint (train, a launcher task)
+    and metrics (evaluate) are KFP artifacts; evaluate reads the first two as input artifacts."""
+    by_name = {name: r for r in results.values() for name in r.artifacts}
+    prepare, train, evaluate = (by_name[n] for n in ("dataset", "checkpoint", "metrics"))
+
+    def local(result: Any, name: str) -> str:  # the artifact's path inside the tasks
+        return str(result.artifacts[name]["uri"]).replace("minio://", "/minio/", 1)
+
+    def arg(flag: str) -> str:
+        return str(evaluate.argv[evaluate.argv.index(flag) + 1])
+
     dataset = run.host_path(prepare.artifacts["dataset"]["uri"])
-    assert dataset.is_file() and json.loads(dataset.read_text())
-    (evaluate,) = [r for r in results.values() if "mse" in r.logs]
-    local = prepare.artifacts["dataset"]["uri"].replace("minio://", "/minio/", 1)
-    assert ["--data", local] == evaluate.argv[evaluate.argv.index("--data") :][:2]
+    assert dataset.is_file() and json.loads(dataset.read_text())["seed"] == 0
+    # the launcher task copied the checkpoint its app (local_cwd, in its container) wrote
+    (written,) = data.rglob(f"out/{train.parameters['app_id']}/model.pt")
+    model = run.host_path(train.artifacts["checkpoint"]["uri"])
+    assert model.is_file() and model.read_bytes() == written.read_bytes()
+    assert train.artifacts["checkpoint"]["type"]["schemaTitle"] == "system.Model"
+    assert (arg("--data"), arg("--checkpoint")) == (
+        local(prepare, "dataset"),
+        local(train, "checkpoint"),
+    )
+    assert f"evaluated {local(train, 'checkpoint')} (trained 10 steps): mse" in evaluate.logs
+    metrics = json.loads(run.host_path(evaluate.artifacts["metrics"]["uri"]).read_text())
+    assert metrics["checkpoint"] == local(train, "checkpoint") and metrics["mse"] >= 0
+    (on_volume,) = data.rglob("metrics/*.json")  # also the declared path, on the volume
+    assert json.loads(on_volume.read_text()) == metrics
 
 
 TORCH_IMAGE = "torchx-flow/torch:2.13.0"

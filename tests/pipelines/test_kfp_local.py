@@ -2,9 +2,10 @@
 
 Container steps run under ``DockerRunner`` on the local Docker engine (this venv mounted into
 the pipeline's image, ``torchx-flow/torch:2.13.0``), passing the dataset, model and metrics as
-KFP artifacts; launcher steps run under ``SubprocessRunner`` and submit their apps to
-``local_cwd``. Outputs asserted: the checkpoint, the metrics and the tracker lineage
-prepare -> train -> evaluate.
+KFP artifacts; launcher steps run under ``SubprocessRunner`` (or, in the workflow pipeline,
+in the pipeline's image under ``DockerRunner``) and submit their apps to ``local_cwd``.
+Outputs asserted: the checkpoint, the metrics and the tracker lineage prepare -> train ->
+evaluate; for the workflow pipeline, that its artifacts alone carry the data.
 """
 
 import importlib.util
@@ -91,6 +92,30 @@ def test_training_pipeline_under_docker_runner(tmp_path: Path) -> None:
         examples=str(REPO / "examples"), tracker_dir=str(tracker), steps=10
     )
     assert_artifact_outputs(tmp_path / "root", tracker)
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_workflow_pipeline_hands_over_artifacts_under_docker_runner(tmp_path: Path) -> None:
+    """``examples/pipeline.yaml`` in auto mode: prepare and evaluate are container tasks, train
+    a launcher task (``dist.ddp`` on ``local_cwd`` inside its container). kfp.local applies
+    no claim, so each task's ``workdir`` is its own: only the artifacts carry the dataset and
+    the checkpoint to evaluate, and its metrics out."""
+    import torch
+    from kfp import local
+
+    from torchx_kfp.local import venv_docker_runner
+
+    root = tmp_path / "root"
+    local.init(runner=venv_docker_runner(read_only=[str(REPO)]), pipeline_root=str(root))
+    load("torchx_training_workflow").torchx_training_workflow(steps=10)
+    (dataset,) = root.glob("*/*/dataset")
+    (ckpt,) = root.glob("*/*/checkpoint")
+    (metrics_file,) = root.glob("*/*/metrics")
+    assert json.loads(dataset.read_text())["seed"] == 0
+    assert torch.load(ckpt, weights_only=True)["steps"] == 10  # train.py's checkpoint
+    metrics = json.loads(metrics_file.read_text())
+    assert metrics["checkpoint"] == str(ckpt) and metrics["mse"] >= 0  # evaluate read it
 
 
 @pytest.mark.slow
