@@ -186,9 +186,14 @@ def test_edited_pipeline_invalidates(pipeline: Path) -> None:
 def test_installed_component_plugin_invalidates(
     pipeline: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from torchx.specs import finder
+
     site = tmp_path / "site"
     site.mkdir()
     monkeypatch.syspath_prepend(str(site))
+    # the finder's in-process component cache: found again here, put back afterwards (the
+    # plugin's `utils`-only set must not outlive this test)
+    monkeypatch.setattr(finder, "_components", None)
     _image_of_a(pipeline)
     _poison()
     assert _image_of_a(pipeline) == "poisoned"
