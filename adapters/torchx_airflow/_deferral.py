@@ -31,11 +31,18 @@ __all__ = [
     "is_host_local",
     "needs_worker",
     "wait_in_worker_reason",
+    "write_delays",
 ]
 
 HOST_LOCAL_SCHEDULERS = frozenset({"local_cwd"})
 WAIT_IN_WORKER = "wait_in_worker"
 _WHY = "so the task waits for it in the worker instead"
+# a local app still running this long after launch gets its own ``app_handle`` XCom; one that
+# ended sooner has it in the result (one API round trip less for short tasks)
+_HANDLE_PUSH_AFTER = 1.0
+# a local app's handle goes to the task state store (re-attach) once it has run this long: an
+# app that ends sooner is not worth an API round trip, and a retry simply launches it again
+_STORE_AFTER = 0.05
 
 
 def _read(path: str) -> str:
@@ -61,6 +68,18 @@ def host_identity() -> str:
 def is_host_local(app_handle: str) -> bool:
     """True for apps of a scheduler whose apps live on the launching host only."""
     return app_handle.partition("://")[0] in HOST_LOCAL_SCHEDULERS
+
+
+def write_delays(app_handle: str) -> tuple[float, float]:
+    """Seconds after launch for an app's re-attach record and its ``app_handle`` XCom.
+
+    A short host-local app needs neither (it may end within milliseconds: the writes would
+    cost more than the app). An app in containers or on a cluster takes longer to start than
+    both writes: done at once they overlap its start, instead of landing when it may end (on
+    Kubernetes a write at the 50 ms mark waited for the pod's first change, often its end, and
+    then delayed seeing that end).
+    """
+    return (_STORE_AFTER, _HANDLE_PUSH_AFTER) if is_host_local(app_handle) else (0.0, 0.0)
 
 
 def needs_worker(app_handle: str, worker_host: Optional[str]) -> bool:

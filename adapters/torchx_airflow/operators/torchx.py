@@ -42,25 +42,20 @@ __all__ = ["TorchXAppError", "TorchXOperator"]
 
 _XCOM_KEYS = ("app_handle", "app_id", "state", "ui_url", "tracker_run_id")
 _JOIN_TIMEOUT = 10.0  # seconds per replica for the log tails to reach the end
-# an app still running this long after launch gets its own ``app_handle`` XCom at once; one that
-# ended sooner has it in the result (one API round trip less for short tasks)
-_HANDLE_PUSH_AFTER = 1.0
-# the handle goes to the task state store (re-attach) once the app has run this long: an app
-# that ends sooner is not worth an API round trip, and a retry simply launches it again
-_STORE_AFTER = 0.05
 
 
 class TorchXOperator(BaseOperator):
     """Launches a TorchX component or AppDef on a TorchX scheduler and waits for it.
 
     The task's XCom ``return_value`` is ``{app_handle, app_id, state, ui_url,
-    tracker_run_id}``; ``app_handle`` is also pushed under its own key while the app runs (once
-    it has run for a second, or before the task defers), and when the app fails (no
-    ``return_value`` then) every field is pushed under its own key (no XCom at all with
-    ``do_xcom_push=False``). Replica logs are copied into the task log while waiting. A FAILED
-    or CANCELLED app fails the task with :class:`TorchXAppError`, whose message starts with the
-    app's structured error and ends with the last log lines of its failed replicas. The
-    "TorchX app" extra link points at the app's web UI when its scheduler has one.
+    tracker_run_id}``; ``app_handle`` is also pushed under its own key while the app runs (at
+    once on container and cluster schedulers, once a ``local_cwd`` app has run for a second,
+    or before the task defers), and when the app fails (no ``return_value`` then) every field
+    is pushed under its own key (no XCom at all with ``do_xcom_push=False``). Replica logs are
+    copied into the task log while waiting. A FAILED or CANCELLED app fails the task with
+    :class:`TorchXAppError`, whose message starts with the app's structured error and ends with
+    the last log lines of its failed replicas. The "TorchX app" extra link points at the app's
+    web UI when its scheduler has one.
 
     Args:
         component: a builtin (``dist.ddp``, ``utils.python``) or ``path/file.py:fn``; templated.
@@ -348,15 +343,17 @@ class TorchXOperator(BaseOperator):
             wait_interval=self.poll_interval,
             join_timeout=_JOIN_TIMEOUT,
         ) as follower:
-            # a short app needs neither the re-attach record nor its own app_handle XCom
-            ended = follower.wait(_STORE_AFTER)
-            if not ended and slot is not None and slot.available:
-                from torchx_airflow._deferral import host_identity, is_host_local
+            from torchx_airflow._deferral import host_identity, is_host_local, write_delays
 
+            # the re-attach record, then the app_handle XCom (a short local app needs neither)
+            store_after, push_after = write_delays(handle)
+            ended = follower.wait(store_after) if store_after else False
+            if not ended and slot is not None and slot.available:
                 slot.set(handle, host_identity() if is_host_local(handle) else "")
                 self.log.info("kept the app handle for re-attach by a later try of this task")
             if not ended and context is not None:
-                ended = follower.wait(_HANDLE_PUSH_AFTER - _STORE_AFTER)
+                if push_after > store_after:
+                    ended = follower.wait(push_after - store_after)
                 if not ended:
                     self._push_handle(context, handle)
             return follower.result()
@@ -373,6 +370,8 @@ class TorchXOperator(BaseOperator):
         from torchx_airflow._status import failure_message, xcom_result
 
         handle, status = result.app_handle, result.status
+        if result.succeeded:  # said when seen (the bench times the follow loop by this line)
+            self.log.info("TorchX app %s SUCCEEDED", handle)
         # no later try (or cleared task) reuses this app: in the store and on the app
         mark_processed(runner, slot, handle, self.log, on_app=self.durable)
         xcom = xcom_result(handle, status)
@@ -390,7 +389,6 @@ class TorchXOperator(BaseOperator):
                 startup_reason=result.startup_reason,
             )
             raise TorchXAppError(message, handle, status)
-        self.log.info("TorchX app %s SUCCEEDED", handle)
         return xcom
 
     def _push(self, context: Context, key: str, value: Any) -> None:
