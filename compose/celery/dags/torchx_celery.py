@@ -9,7 +9,10 @@ example DAG (dags/torchx_training.py) in the stack's DAG folder (``TORCHX_FLOW_D
   while it runs); ``torchx_train_deferred``: the same, deferrable;
 - ``torchx_timeout``: ``utils.sh sleep 600`` with a 20 s ``execution_timeout`` and no retry;
 - ``torchx_echo``: ``utils.echo``, the bench's unit of work; ``torchx_sleep_deferred``:
-  ``utils.sh sleep {{ params.seconds }}``, deferrable (the bench's deferred apps).
+  ``utils.sh sleep {{ params.seconds }}``, deferrable (the bench's deferred apps);
+- the bench's baselines, without TorchX: ``bash_echo`` (a ``BashOperator`` ``echo``: Airflow's
+  own cost of a task on this stack) and ``airflow_defer`` (a task that defers to Airflow's
+  ``TimeDeltaTrigger`` for ``{{ params.seconds }}``: Airflow's own cost of a deferral).
 
 Every step gets Airflow's default retries of the stack (``TASK_RETRIES``, 1 there), so a task
 whose worker died runs again on the other worker.
@@ -20,7 +23,9 @@ from __future__ import annotations
 import os
 from datetime import datetime, timedelta
 
-from airflow.sdk import DAG
+from airflow.providers.standard.operators.bash import BashOperator
+from airflow.providers.standard.triggers.temporal import TimeDeltaTrigger
+from airflow.sdk import DAG, BaseOperator
 
 from torchx.workflow import load_pipeline
 from torchx_airflow import TorchXOperator, dag_from_pipeline
@@ -90,3 +95,34 @@ with DAG(
         deferrable=True,
         retries=0,
     )
+
+
+class _Defer(BaseOperator):
+    """Defers to Airflow's ``TimeDeltaTrigger`` for ``seconds`` (templated), then succeeds."""
+
+    template_fields = ("seconds",)
+
+    def __init__(self, *, seconds: str, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(**kwargs)
+        self.seconds = seconds
+
+    def execute(self, context) -> None:  # type: ignore[no-untyped-def]
+        delta = timedelta(seconds=float(self.seconds))
+        self.defer(trigger=TimeDeltaTrigger(delta), method_name="done")
+
+    def done(self, context, event=None) -> None:  # type: ignore[no-untyped-def]
+        """Resumes after the trigger fired."""
+
+
+with DAG("bash_echo", schedule=None, start_date=START, catchup=False, tags=["baseline"]):
+    BashOperator(task_id="echo", bash_command="echo hello from {{ run_id }}", retries=0)
+
+with DAG(
+    "airflow_defer",
+    schedule=None,
+    start_date=START,
+    catchup=False,
+    params={"seconds": 30},
+    tags=["baseline"],
+):
+    _Defer(task_id="sleep", seconds="{{ params.seconds }}", retries=0)
