@@ -55,6 +55,7 @@ from torchx.schedulers._kubernetes.plain_submit import (
     SubmitTiming,
     api_exception,
 )
+from torchx.schedulers._kubernetes.pod_watch import await_pod_change
 from torchx.schedulers._kubernetes.request import KubernetesJob
 from torchx.schedulers._kubernetes.settings import Settings
 from torchx.schedulers._kubernetes.waiting import events_reader
@@ -173,25 +174,13 @@ class PlainOps:
         last look and this call cannot make it wait out ``timeout``; otherwise it watches the
         app's pods from the version it listed.
         """
-        from kubernetes import watch
-
         selector = app_selector(name)
         listed = self._core.list_namespaced_pod(namespace, label_selector=selector)
         jobs = self._jobs(namespace, name)
         if not jobs or is_terminal(_read(jobs, replica_views(jobs, listed.items))[0]):
             return
-        stream = watch.Watch().stream(
-            self._core.list_namespaced_pod,
-            namespace,
-            label_selector=selector,
-            resource_version=listed.metadata.resource_version,
-            timeout_seconds=max(int(timeout), 1),
-        )
-        try:
-            for _ in stream:
-                return
-        finally:
-            stream.close()
+        version = listed.metadata.resource_version
+        await_pod_change(self._core, namespace, selector, version, timeout, self._sleep)
 
     def describe(self, namespace: str, name: str) -> Optional[DescribeAppResponse]:
         """Describe the app; a read only (:meth:`enforce_fail_fast` stops a failed app's peers).
@@ -288,9 +277,10 @@ class PlainOps:
             ValueError: the app has no such replica (naming the replicas it has).
         """
         job = job_name(name, task_name(role, k))
+        selector = f"job-name={job}"
         deadline = time.monotonic() + wait
         while True:
-            pods = self._core.list_namespaced_pod(namespace, label_selector=f"job-name={job}")
+            pods = self._core.list_namespaced_pod(namespace, label_selector=selector)
             pod = newest_pods(pods.items).get(job)
             if pod is not None and pod.status is not None and pod.status.phase != "Pending":
                 return str(pod.metadata.name)
@@ -298,9 +288,11 @@ class PlainOps:
             if found is None:
                 raise ValueError(self._no_replica(namespace, name, role, k))
             # a replica that ended (or was stopped) without starting its container has no log
-            if time.monotonic() >= deadline or is_terminal(replica_state(found, pod)):
+            left = deadline - time.monotonic()
+            if left <= 0 or is_terminal(replica_state(found, pod)):
                 return None
-            self._sleep(0.25)
+            version = pods.metadata.resource_version
+            await_pod_change(self._core, namespace, selector, version, left, self._sleep)
 
     def _read_job(self, namespace: str, job: str) -> Optional[Any]:
         try:
