@@ -5,6 +5,8 @@ a DAG folder holding the example DAG and compose/celery/dags/torchx_celery.py, a
 connection naming a fresh namespace of the local cluster (kubeconfig inline, see
 :func:`connection`). :class:`Api` is Airflow's REST API, :class:`Cluster` what the namespace
 holds. ``down`` removes every container, network and volume of the project and the namespace.
+``service_env`` adds variables to some services only, through a compose override file (e.g. a
+connection the triggerer sees differently from the workers, see :func:`unreachable`).
 
 docker-compose 1.29 (Debian's) is driven directly: it has no ``up --wait``, so health is read
 from the engine.
@@ -12,8 +14,10 @@ from the engine.
 
 from __future__ import annotations
 
+import copy
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -91,6 +95,21 @@ def connection(namespace: str, workdir: str) -> dict[str, Any]:
             "torchxconfig": torchxconfig(namespace, workdir),
         },
     }
+
+
+def unreachable(conn: dict[str, Any]) -> dict[str, Any]:
+    """``conn`` with its kubeconfig's API server moved to a closed loopback port.
+
+    Every call of a scheduler made from it fails at once (connection refused).
+    """
+    bad = copy.deepcopy(conn)
+    port = free_port()  # bound then released: nothing listens there
+    extra = bad["extra"]
+    extra["kubeconfig"] = re.sub(
+        r"https://127\.0\.0\.1:\d+", f"https://127.0.0.1:{port}", extra["kubeconfig"]
+    )
+    assert extra["kubeconfig"] != conn["extra"]["kubeconfig"], "no loopback API server to move"
+    return bad
 
 
 class Cluster:
@@ -190,6 +209,10 @@ class CeleryStack:
     Args:
         prefix: the compose project name's prefix (a unique suffix is added).
         settings: more variables of docker-compose.celery.yml (e.g. ``HEARTBEAT_TIMEOUT``).
+
+    Attributes:
+        service_env: more environment variables per service (set before :meth:`up`), given
+            in a compose override file (``--file``; docker-compose merges ``environment``).
     """
 
     def __init__(
@@ -205,9 +228,15 @@ class CeleryStack:
         self.dags = Path(tempfile.mkdtemp(prefix="txflow-celery-dags-"))
         self.workdir = Path(tempfile.mkdtemp(prefix="txflow-celery-work-"))
         self.env_file = self.dags.with_name(self.dags.name + ".env")
+        self.override = self.dags.with_name(self.dags.name + ".override.yml")
         self.docker = docker.from_env(timeout=120)
         self.api: Api | None = None
         self.settings = dict(settings or {})
+        self.service_env: dict[str, dict[str, str]] = {}
+
+    def connection(self) -> dict[str, Any]:
+        """The stack's ``torchx`` connection (``TORCHX_CONNECTION``)."""
+        return connection(self.cluster.namespace, str(self.workdir))
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -220,7 +249,7 @@ class CeleryStack:
             (self.dags / path.name).chmod(0o644)
         self.dags.chmod(0o755)
         self.workdir.chmod(0o777)
-        conn = connection(self.cluster.namespace, str(self.workdir))
+        conn = self.connection()
         lines = {
             "AIRFLOW_PORT": str(self.port),
             "POSTGRES_PORT": str(free_port()),
@@ -231,6 +260,13 @@ class CeleryStack:
         }
         self.env_file.write_text("".join(f"{k}={v}\n" for k, v in lines.items()))
         self.env_file.chmod(0o600)
+        # YAML accepts JSON; compose interpolates ``$`` in a file, not in an env file's values
+        services = {
+            name: {"environment": {k: v.replace("$", "$$") for k, v in env.items()}}
+            for name, env in self.service_env.items()
+        }
+        self.override.write_text(json.dumps({"services": services}))
+        self.override.chmod(0o600)
 
     def compose(self, *args: str, timeout: float = 600) -> None:
         """Runs ``docker-compose ARGS`` for this project; raises with its output on failure."""
@@ -240,6 +276,7 @@ class CeleryStack:
             self.project,
             "--file",
             str(COMPOSE_FILE),
+            *(("--file", str(self.override)) if self.service_env else ()),
             "--env-file",
             str(self.env_file),
             *args,
@@ -269,6 +306,7 @@ class CeleryStack:
             shutil.rmtree(self.dags, ignore_errors=True)
             shutil.rmtree(self.workdir, ignore_errors=True)
             self.env_file.unlink(missing_ok=True)
+            self.override.unlink(missing_ok=True)
         return self.leftovers()
 
     # -- containers --------------------------------------------------------------------------

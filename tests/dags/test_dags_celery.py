@@ -8,28 +8,61 @@ the example DAG and compose/celery/dags/torchx_celery.py (variants of it with ``
 2-replica DDP app). Each test starts with an empty namespace and leaves none of its Jobs or
 pods; the module's teardown leaves no container, network, volume or namespace.
 
-The faults: a worker killed (SIGKILL) while ``train`` runs, and in the first second after the
-launch; the triggerer killed while it follows a deferred app; an ``execution_timeout`` shorter
-than the app; clearing a succeeded ``train``. The replicas' environment is checked for the
-stack's secrets.
+The faults: a worker killed (SIGKILL) while ``train`` runs, right after the launch, and between
+the two Job creations of its app (a half-created app: the retry stops it and launches a whole
+one); the triggerer killed while it follows a deferred app; an ``execution_timeout`` shorter than
+the app, waited for in a worker and in the triggerer (the deferral times out); a trigger that
+cannot reach the cluster (the triggerer's ``torchx_trigger_fault`` connection points at a closed
+port, the workers' at the cluster: the task resumes on a worker, fails with the trigger's
+message and cancels the app); clearing a succeeded ``train``. The replicas' environment is
+checked for the stack's secrets.
+
+The half-created and trigger faults use connections of their own (``torchx_half_created``,
+``torchx_trigger_fault``) given to the workers and the triggerer only, in a compose override
+file: the other tests' connection and timing are the stack's.
 """
 
 from __future__ import annotations
 
+import json
 import shutil
 import time
+import urllib.parse
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from _airflow_rest import Api
-from _celery_stack import SECRETS, WORKERS, CeleryStack, Cluster, build_images
+from _celery_stack import SECRETS, WORKERS, CeleryStack, Cluster, build_images, unreachable
 from _infra import missing
 
 pytestmark = [pytest.mark.docker, pytest.mark.k8s, pytest.mark.slow, pytest.mark.timeout(1500)]
 
-DAGS = ("torchx_training_ddp", "torchx_train", "torchx_train_deferred", "torchx_timeout")
+DAGS = (
+    "torchx_training_ddp",
+    "torchx_train",
+    "torchx_train_deferred",
+    "torchx_train_half",
+    "torchx_timeout",
+    "torchx_timeout_deferred",
+    "torchx_trigger_fault",
+)
 K8S = {"scheduler": "kubernetes"}
+# the submitter sleeps 15 s before rank 1's Job (test only); an app missing a Job reads FAILED
+# once rank 0's container started more than 10 s ago
+HALF_CREATED = {"k8s_test_job_delay": 15, "k8s_submit_margin": 10}
+
+
+def _service_env(stack: CeleryStack) -> dict[str, dict[str, str]]:
+    """The fault connections: the triggerer cannot reach the cluster, the workers can."""
+    good = stack.connection()
+    half = {**good, "extra": {**good["extra"], "scheduler_params": HALF_CREATED}}
+    workers = {
+        "AIRFLOW_CONN_TORCHX_TRIGGER_FAULT": json.dumps(good),
+        "AIRFLOW_CONN_TORCHX_HALF_CREATED": json.dumps(half),
+    }
+    triggerer = {"AIRFLOW_CONN_TORCHX_TRIGGER_FAULT": json.dumps(unreachable(good))}
+    return {**dict.fromkeys(WORKERS, workers), "airflow-triggerer": triggerer}
 
 
 @pytest.fixture(scope="module")
@@ -40,6 +73,7 @@ def stack() -> Iterator[CeleryStack]:
     build_images()
     # a dead worker's task (or triggerer's trigger) moves on after 20 s without a heartbeat
     stack = CeleryStack(settings={"HEARTBEAT_TIMEOUT": "20"})
+    stack.service_env = _service_env(stack)
     try:
         stack.up(DAGS)
         yield stack
@@ -214,19 +248,97 @@ def test_deferred_train_followed_by_triggerer_survives_its_kill(
     assert _job_name(api.xcom(dag, run_id, "train")["app_id"]) == app
 
 
-def test_execution_timeout_shorter_than_app_cancels_it(stack: CeleryStack, api: Api) -> None:
+@pytest.mark.parametrize("dag", ["torchx_timeout", "torchx_timeout_deferred"])
+def test_execution_timeout_shorter_than_app_cancels_it(
+    stack: CeleryStack, api: Api, dag: str
+) -> None:
+    run_id = api.trigger(dag, {})
+    if dag == "torchx_timeout_deferred":  # the app is followed by the triggerer, no worker
+        api.wait_task(dag, run_id, "sleep", lambda t: t["state"] == "deferred", timeout=120)
+    assert api.wait_run(dag, run_id) == "failed", _failure(api, stack, dag, run_id)
+    ti = api.tasks(dag, run_id)["sleep"]
+    assert ti["state"] == "failed" and ti["try_number"] == 1, ti
+    log = api.log(dag, run_id, "sleep", 1)
+    if dag == "torchx_timeout_deferred":  # Airflow's trigger timeout, then the resume on a worker
+        assert "the deferral failed" in log, log[-3000:]
+    [app] = stack.cluster.apps(dag, "sleep")
+    assert _app_state(stack, app) == "CANCELLED"
+    _wait_no_pods(stack.cluster, app)
+
+
+def test_trigger_that_cannot_reach_the_cluster_fails_the_task_and_cancels_the_app(
+    stack: CeleryStack, api: Api
+) -> None:
+    dag = "torchx_trigger_fault"
+    run_id = api.trigger(dag, {})
+    # the workers launch on the cluster; the triggerer's status calls are refused
+    assert api.wait_run(dag, run_id) == "failed", _failure(api, stack, dag, run_id)
+    ti = api.tasks(dag, run_id)["sleep"]
+    assert ti["state"] == "failed" and ti["try_number"] == 1, ti
+    assert ti["hostname"] in WORKERS, ti  # the error event resumed the task on a worker
+    [app] = stack.cluster.apps(dag, "sleep")
+    # the error the task failed with (its log record's error details) is the trigger's message
+    log = _log_records(api, dag, run_id, "sleep", 1)
+    handle = f"kubernetes://torchx/{stack.cluster.namespace}:{app}"
+    assert f"could not follow TorchX app {handle}: ClusterUnreachable" in log, log[-3000:]
+    assert "cannot reach the Kubernetes API server" in log, log[-3000:]
+    assert _app_state(stack, app) == "CANCELLED"
+    _wait_no_pods(stack.cluster, app)
+
+
+def test_worker_killed_between_job_creations_retry_replaces_half_created_app(
+    stack: CeleryStack, api: Api
+) -> None:
+    dag = "torchx_train_half"
+    stack.wait_healthy()
+    run_id = api.trigger(dag, _conf(stack, 20))
+    ti = api.wait_task(dag, run_id, "train", lambda t: t["state"] == "running" and t["hostname"])
+    worker = ti["hostname"]
+    deadline = time.monotonic() + 300
+    # rank 0's pod runs (its IP is known): the submitter sleeps 15 s before rank 1's Job
+    while not (
+        pods := [p for p in stack.cluster.pods(dag, "train") if p.status.phase == "Running"]
+    ):
+        assert time.monotonic() < deadline, _failure(api, stack, dag, run_id)
+        time.sleep(0.2)
+    stack.kill(worker)
+    try:
+        [half] = stack.cluster.apps(dag, "train")
+        assert len(stack.cluster.jobs(dag, "train")) == 1 and len(pods) == 1, pods
+        assert api.wait_run(dag, run_id) == "success", _failure(api, stack, dag, run_id)
+        ti = api.tasks(dag, run_id)["train"]
+        assert ti["try_number"] == 2 and ti["hostname"] == _other(worker), ti
+        log = api.log(dag, run_id, "train", 2)
+        assert "by its labels" in log and "is FAILED -> launch" in log, log[-3000:]
+        new = _job_name(api.xcom(dag, run_id, "train")["app_id"])
+        # exactly two apps: the half one (stopped, its rank 0 gone) and the whole one
+        assert new != half and stack.cluster.apps(dag, "train") == {half, new}
+        assert len(stack.cluster.jobs(dag, "train")) == 3
+        assert _app_state(stack, new) == "SUCCEEDED"
+        _wait_no_pods(stack.cluster, half)
+        assert _app_state(stack, half) == "FAILED"
+    finally:
+        stack.start(worker)  # healthy again by the next test that needs it
+
+
+def _log_records(api: Api, dag_id: str, run_id: str, task_id: str, try_number: int) -> str:
+    """A try's log records as JSON lines: every field (``Api.log`` keeps the messages only)."""
+    quoted = urllib.parse.quote(run_id)
+    path = (
+        f"/api/v2/dags/{dag_id}/dagRuns/{quoted}/taskInstances/{task_id}"
+        f"/logs/{try_number}?full_content=true"
+    )
+    return "\n".join(json.dumps(line) for line in api.call("GET", path)["content"])
+
+
+def _app_state(stack: CeleryStack, app: str) -> str:
+    """The app's state as the scheduler reads it from the cluster (not Airflow's view)."""
     from torchx.runner import get_runner
 
-    dag = "torchx_timeout"
-    run_id = api.trigger(dag, {})
-    assert api.wait_run(dag, run_id) == "failed", _failure(api, stack, dag, run_id)
-    assert api.tasks(dag, run_id)["sleep"]["state"] == "failed"
-    [app] = stack.cluster.apps(dag, "sleep")
-    handle = f"kubernetes://torchx/{stack.cluster.namespace}:{app}"
     with get_runner() as runner:
-        status = runner.status(handle)
-    assert status is not None and status.state.name == "CANCELLED", status
-    _wait_no_pods(stack.cluster, app)
+        status = runner.status(f"kubernetes://torchx/{stack.cluster.namespace}:{app}")
+    assert status is not None, app
+    return status.state.name
 
 
 def _wait_no_pods(cluster: Cluster, app: str) -> None:

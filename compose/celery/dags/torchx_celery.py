@@ -6,8 +6,14 @@ example DAG (dags/torchx_training.py) in the stack's DAG folder (``TORCHX_FLOW_D
 - ``torchx_training_ddp``: the example pipeline (examples/pipeline.yaml) with ``train`` as a
   2-replica DDP app (``dist.ddp -j 2x1``: one pod per replica);
 - ``torchx_train``: that ``train`` step alone (the faults that kill a worker or the triggerer
-  while it runs); ``torchx_train_deferred``: the same, deferrable;
+  while it runs); ``torchx_train_deferred``: the same, deferrable; ``torchx_train_half``: the
+  same on the ``torchx_half_created`` connection (the stack's, with the test-only scheduler
+  parameters that make its submitter sleep between the Job creations: set by the test only);
 - ``torchx_timeout``: ``utils.sh sleep 600`` with a 20 s ``execution_timeout`` and no retry;
+  ``torchx_timeout_deferred``: the same, deferrable (the deferral times out);
+- ``torchx_trigger_fault``: ``utils.sh sleep 600``, deferrable, on the ``torchx_trigger_fault``
+  connection (the test gives the triggerer one whose cluster is unreachable, the workers the
+  stack's);
 - ``torchx_echo``: ``utils.echo``, the bench's unit of work; ``torchx_sleep_deferred``:
   ``utils.sh sleep {{ params.seconds }}``, deferrable (the bench's deferred apps);
 - the bench's baselines, without TorchX: ``bash_echo`` (a ``BashOperator`` ``echo``: Airflow's
@@ -58,16 +64,28 @@ train_deferred = dag_from_pipeline(
     default_args={**_DEFAULTS, "deferrable": True},
     tags=["torchx"],
 )
+train_half = dag_from_pipeline(
+    _ddp_pipeline("train"),
+    dag_id="torchx_train_half",
+    default_args=_DEFAULTS,
+    task_kwargs={"*": {"torchx_conn_id": "torchx_half_created"}},
+    tags=["torchx"],
+)
 
-with DAG("torchx_timeout", schedule=None, start_date=START, catchup=False, tags=["torchx"]):
-    TorchXOperator(
-        task_id="sleep",
-        component="utils.sh",
-        component_args=["sleep", "600"],
-        scheduler="kubernetes",
-        execution_timeout=timedelta(seconds=20),
-        retries=0,
-    )
+for _dag_id, _kwargs in (
+    ("torchx_timeout", {"execution_timeout": timedelta(seconds=20)}),
+    ("torchx_timeout_deferred", {"execution_timeout": timedelta(seconds=20), "deferrable": True}),
+    ("torchx_trigger_fault", {"torchx_conn_id": "torchx_trigger_fault", "deferrable": True}),
+):
+    with DAG(_dag_id, schedule=None, start_date=START, catchup=False, tags=["torchx"]):
+        TorchXOperator(
+            task_id="sleep",
+            component="utils.sh",
+            component_args=["sleep", "600"],
+            scheduler="kubernetes",
+            retries=0,
+            **_kwargs,
+        )
 
 with DAG("torchx_echo", schedule=None, start_date=START, catchup=False, tags=["torchx"]):
     TorchXOperator(
