@@ -211,8 +211,8 @@ def test_worker_killed_in_first_second_retry_finds_app_by_labels(
     ti = api.wait_task(dag, run_id, "train", lambda t: t["state"] == "running" and t["hostname"])
     worker = ti["hostname"]
     deadline = time.monotonic() + 300
-    # both replicas' Jobs exist: the app was just submitted (a kill between the two creations
-    # leaves a partial app, which a retry cannot tell from a whole one yet: not tested here)
+    # both replicas' Jobs exist: the app was just submitted (a kill between the two creations:
+    # test_worker_killed_between_job_creations_retry_replaces_half_created_app)
     while len(stack.cluster.jobs(dag, "train")) < 2:
         assert time.monotonic() < deadline, _failure(api, stack, dag, run_id)
         time.sleep(0.02)
