@@ -48,7 +48,7 @@ def used_rules() -> set[tuple[str, str, str]]:
         for method in set(re.findall(r"\.(\w+_namespaced_\w+)\b", text)):
             assert method in CALLS, f"{path.name} calls {method}: add its RBAC rule to CALLS"
             rules.add(CALLS[method])
-        if re.search(r"Watch\(\)\.stream\(\s*self\._core\.list_namespaced_pod", text):
+        if re.search(r"Watch\(\)\.stream\(\s*(self\._)?core\.list_namespaced_pod", text):
             rules.add(("", "pods", "watch"))
     return rules
 
