@@ -98,7 +98,13 @@ def test_a_failing_replica_fails_the_app_and_stops_the_others(tmp_path: Path) ->
     app_id = sched.submit(app, {"job_dir": str(tmp_path / "job")})
     try:
         assert wait(sched, app_id, "ended") == AppState.FAILED
+        # sacct records each component's step (state, exit code) a moment after squeue shows the
+        # job ended: until bad-0's is there, the msg may name a replica --kill-on-bad-exit stopped
+        deadline = time.monotonic() + 30
         desc = sched.describe(app_id)
+        while desc is not None and "bad-0" not in desc.msg and time.monotonic() < deadline:
+            time.sleep(0.5)
+            desc = sched.describe(app_id)
         assert desc is not None and desc.state == AppState.FAILED
         assert "bad-0" in desc.msg and "7" in desc.msg, desc.msg
         states = {(rs.role, r.id): r.state for rs in desc.roles_statuses for r in rs.replicas}
