@@ -104,3 +104,20 @@ def kill_9_when(cmd: list[str], env: dict[str, str], log: Path, ready: Callable[
 def state_store(env: dict[str, str]) -> sqlite3.Connection:
     """The run's SQLite database, which holds Airflow's task state store."""
     return sqlite3.connect(Path(env["AIRFLOW_HOME"]) / "airflow.db")
+
+
+def import_airflow_isolated(home: Path, *modules: str) -> None:
+    """Imports ``modules`` (Airflow with them) with an isolated ``AIRFLOW_HOME`` at ``home``,
+    then undoes Airflow's root-logger changes (the module fixtures of the unit tests use it).
+    """
+    import importlib
+    import logging
+
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("AIRFLOW_HOME", str(home))
+        mp.setenv("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
+        for module in modules:
+            importlib.import_module(module)
+    root.handlers[:], root.level = handlers, level

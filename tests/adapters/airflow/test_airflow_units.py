@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import json
-import logging
 import os
 import subprocess
 import sys
@@ -14,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _airflow_support import import_airflow_isolated
 from _support import write_dist
 
 pytestmark = pytest.mark.skipif(
@@ -25,15 +25,11 @@ pytestmark = pytest.mark.skipif(
 @pytest.fixture(scope="module", autouse=True)
 def _airflow(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Imports Airflow with an isolated AIRFLOW_HOME and undoes its root-logger changes."""
-    home = tmp_path_factory.mktemp("airflow_home")
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("AIRFLOW_HOME", str(home))
-        mp.setenv("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
-        import torchx_airflow.operators.torchx
-        import torchx_airflow.triggers.torchx  # noqa: F401
-    root.handlers[:], root.level = handlers, level
+    import_airflow_isolated(
+        tmp_path_factory.mktemp("airflow_home"),
+        "torchx_airflow.operators.torchx",
+        "torchx_airflow.triggers.torchx",
+    )
     yield
 
 
