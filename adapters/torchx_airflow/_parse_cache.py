@@ -44,6 +44,7 @@ MAX_ENTRIES = 64
 """Entries kept (one per DAG file and environment); the least recently written go first."""
 
 _FORMAT = "torchx-airflow-dag-plan 1"
+_PREFIX, _SUFFIX = "dag-plan-", ".json"  # entry file names in the cache directory
 _OWN = ("torchx", "torchx_airflow")  # their modules count even when imported before loading
 
 
@@ -61,6 +62,10 @@ def _key(source: str, param_jinja: Optional[Mapping[str, str]]) -> str:
     )
 
 
+def _file(key: str) -> str:
+    return stat_cache.cache_file(_PREFIX, key, _SUFFIX)
+
+
 def cache_path(source: str, param_jinja: Optional[Mapping[str, str]] = None) -> str:
     """Returns the cache file of ``source`` in this environment (not created).
 
@@ -68,7 +73,7 @@ def cache_path(source: str, param_jinja: Optional[Mapping[str, str]] = None) -> 
         source: the pipeline file.
         param_jinja: the ``param_jinja`` of ``dag_from_pipeline``.
     """
-    return stat_cache.cache_file("dag-plan-", _key(source, param_jinja), ".json")
+    return _file(_key(source, param_jinja))
 
 
 def load_plan(source: str, param_jinja: Optional[Mapping[str, str]] = None) -> Any:
@@ -80,16 +85,17 @@ def load_plan(source: str, param_jinja: Optional[Mapping[str, str]] = None) -> A
     """
     import binascii
 
+    key = _key(source, param_jinja)
     try:
-        with open(cache_path(source, param_jinja), "rb") as f:
+        with open(_file(key), "rb") as f:
             head, _, body = f.read().partition(b"\n")
         fmt, _, crc = head.decode().rpartition(" ")
         if fmt != _FORMAT or int(crc, 16) != binascii.crc32(body):
             return None
         entry = json.loads(body)
-        if entry["key"] != _key(source, param_jinja):
+        if entry["key"] != key:
             return None
-        if not stat_cache.unchanged((path, sig) for path, sig in entry["stats"]):
+        if not stat_cache.unchanged(entry["stats"]):
             return None
         return entry["plan"]
     except (OSError, ValueError, KeyError, TypeError):
@@ -147,8 +153,9 @@ def store_plan(
     stats = stat_cache.stat_list([*files, *stat_cache.module_files(mods)], RACY_SECONDS)
     if stats is None:
         return False
-    entry = {"key": _key(source, param_jinja), "stats": stats, "plan": plan}
-    return _write(cache_path(source, param_jinja), json.dumps(entry).encode())
+    key = _key(source, param_jinja)
+    entry = {"key": key, "stats": stats, "plan": plan}
+    return _write(_file(key), json.dumps(entry).encode())
 
 
 def _write(path: str, body: bytes) -> bool:
@@ -157,5 +164,5 @@ def _write(path: str, body: bytes) -> bool:
     head = f"{_FORMAT} {binascii.crc32(body):08x}\n".encode()
     if not stat_cache.write_atomic(path, head + body):
         return False
-    stat_cache.evict(os.path.dirname(path), "dag-plan-", ".json", MAX_ENTRIES)
+    stat_cache.evict(os.path.dirname(path), _PREFIX, _SUFFIX, MAX_ENTRIES)
     return True
