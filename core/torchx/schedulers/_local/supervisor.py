@@ -249,8 +249,9 @@ class Supervisor:
                 replica.state = "CANCELLED"
                 self._record(replica, stopped_reason(None, self.msg, replica.started))
         self.state = self.final_state
-        self._write_state(final=True)
+        # the summary first: whoever sees the final state may read it at once
         self._write_summary()
+        self._write_state(final=True)
         for fd in list(self.clients):
             self._drop(fd)
         self.control.close()
