@@ -219,6 +219,8 @@ TORCH_IMAGE = "torchx-flow/torch:2.13.0"
 
 HARD = 'say "hi" \\ C:\\tmp\\n\nline two {{ x }} {{torchx-kfp:0}}'
 """A run-time value a JSON string, a shell, a template or a marker could trip over."""
+LITERAL = "{{torchx-kfp:1}} {{torchx-kfp:e}}"
+"""A constant that looks like a marker: it must not be filled."""
 
 
 def _hard_values_pipeline() -> Any:
@@ -231,8 +233,8 @@ def _hard_values_pipeline() -> Any:
     def hard_values(x: str = "plain", n: int = 3) -> None:
         launcher_from_app(
             "utils.sh",
-            ["sh", "-c", 'printf "%s|%s|%s|%s\\n" "$0" "$V" "$N" "$W"', f"<{x}>"],
-            env={"V": x, "N": f"{n}", "W": f"{x}={n}"},
+            ["sh", "-c", 'printf "%s|%s|%s|%s|%s\\n" "$0" "$V" "$N" "$W" "$L"', f"<{x}>"],
+            env={"V": x, "N": f"{n}", "W": f"{x}={n}", "L": LITERAL},
             launcher_image=TORCH_IMAGE,
         )
 
@@ -240,7 +242,7 @@ def _hard_values_pipeline() -> Any:
 
 
 def _hard_expected(x: str, n: int) -> str:
-    return f"<{x}>|{x}|{n}|{x}={n}"
+    return f"<{x}>|{x}|{n}|{x}={n}|{LITERAL}"
 
 
 @pytest.mark.slow

@@ -7,7 +7,9 @@ executor-input JSON, unescaped, so a value with a double quote or a backslash br
 JSON a Python component parses (``docs/kfp-backend.md``). Here every such channel is lifted out: the
 constant holds a marker ``{{torchx-kfp:N}}`` and the channel becomes the component's input
 ``torchx_channel_N``, a JSON-encoded value of the executor input, which the task puts back in
-place of the marker (:mod:`torchx_kfp._in_task.lifted`).
+place of the marker (:mod:`torchx_kfp._in_task.lifted`). When a task has lifted channels, a
+user's text that itself holds ``{{torchx-kfp:`` is escaped as ``{{torchx-kfp:e}}``, which the
+task turns back into the literal text, so no constant is ever taken for a marker.
 
 The component is generated from the launcher function's signature plus those inputs and
 ``Output[<artifact>]`` parameters for declared output artifacts (a workflow launcher step's
@@ -28,6 +30,8 @@ __all__ = ["CHANNEL_PREFIX", "lift_channels", "lifted_component"]
 
 CHANNEL_PREFIX = "torchx_channel_"
 _MARKER = "{{torchx-kfp:%d}}"
+_MARKER_START = "{{torchx-kfp:"
+_ESCAPED = "{{torchx-kfp:e}}"  # the literal text _MARKER_START
 _TYPES = {
     "string": "str",
     "str": "str",
@@ -51,7 +55,8 @@ _counter = itertools.count()
 class _Lifter:
     """Replaces nested channels by markers and remembers each channel once."""
 
-    def __init__(self) -> None:
+    def __init__(self, escape: bool) -> None:
+        self.escape = escape
         self.channels: dict[str, Any] = {}  # {input name: channel}
         self._by_pattern: dict[str, str] = {}
 
@@ -79,6 +84,8 @@ class _Lifter:
         if isinstance(value, PipelineChannel):
             return self._marker(value)
         if isinstance(value, str):
+            if self.escape:
+                value = value.replace(_MARKER_START, _ESCAPED)
             if "{{channel:" not in value:
                 return value
             found = extract_pipeline_channels_from_string(value)  # a set's order: sort
@@ -97,6 +104,8 @@ def lift_channels(values: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, 
 
     A value that is a channel stays as it is (a top-level input is encoded properly); a
     channel inside a list, a dict or a string becomes a marker, and the channel an input.
+    When there is such a channel, text that looks like a marker is escaped (the task fills
+    markers only then).
 
     Returns:
         (values with markers, ``{torchx_channel_N: channel}``).
@@ -106,8 +115,13 @@ def lift_channels(values: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, 
     """
     from kfp.dsl.pipeline_channel import PipelineChannel
 
-    lifter = _Lifter()
-    out = {k: v if isinstance(v, PipelineChannel) else lifter.nested(v) for k, v in values.items()}
+    for escape in (True, False):  # no channel: the values as they were, nothing to fill
+        lifter = _Lifter(escape)
+        out = {
+            k: v if isinstance(v, PipelineChannel) else lifter.nested(v) for k, v in values.items()
+        }
+        if lifter.channels or not escape:
+            break
     return out, lifter.channels
 
 

@@ -4,7 +4,8 @@ The task's constants hold markers ``{{torchx-kfp:N}}`` where the pipeline had a 
 channel's value arrives as input ``torchx_channel_N``. :func:`call` puts each value back (a
 marker that is a whole element gets the value itself; inside text, the value as text), calls
 the launcher function, and once the app SUCCEEDED copies a workflow step's declared outputs
-to its output artifacts.
+to its output artifacts. ``{{torchx-kfp:e}}`` is a user's literal ``{{torchx-kfp:`` (escaped at
+compile time). A task without lifted channels has nothing escaped and fills nothing.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from typing import Any
 __all__ = ["call", "copy_output", "fill", "value_text"]
 
 _PREFIX = "torchx_channel_"
-_MARKER = re.compile(r"\{\{torchx-kfp:(\d+)\}\}")
+_MARKER = re.compile(r"\{\{torchx-kfp:(\d+|e)\}\}")
+_LITERAL = "{{torchx-kfp:"  # what the escape ``{{torchx-kfp:e}}`` stands for
 _JSON_INPUTS = ("app",)  # text inputs holding JSON (an AppDef): filled after parsing
 
 
@@ -32,13 +34,18 @@ def value_text(value: Any) -> str:
     return "" if value is None else str(value)
 
 
+def _text(match: re.Match[str], channels: Mapping[int, Any]) -> str:
+    key = match.group(1)
+    return _LITERAL if key == "e" else value_text(channels[int(key)])
+
+
 def fill(value: Any, channels: Mapping[int, Any]) -> Any:
     """``value`` with every marker replaced by its channel's value (one pass, not rescanned)."""
     if isinstance(value, str):
         whole = _MARKER.fullmatch(value)
-        if whole:
+        if whole and whole.group(1) != "e":
             return channels[int(whole.group(1))]
-        return _MARKER.sub(lambda m: value_text(channels[int(m.group(1))]), value)
+        return _MARKER.sub(lambda m: _text(m, channels), value)
     if isinstance(value, list):
         return [fill(v, channels) for v in value]
     if isinstance(value, dict):
@@ -88,7 +95,7 @@ def call(kind: str, values: Mapping[str, Any], artifacts: Sequence[str] = ()) ->
     rest = dict(values)
     channels = {int(k[len(_PREFIX) :]): rest.pop(k) for k in list(rest) if k.startswith(_PREFIX)}
     paths = {name: rest.pop(name).path for name in artifacts}
-    args = _filled(rest, channels)
+    args = _filled(rest, channels) if channels else rest  # no channel: nothing was escaped
     if kind == "launcher":
         from torchx_kfp._in_task.launcher_fn import torchx_launch
 

@@ -121,3 +121,38 @@ def test_the_appdef_json_input_is_filled_after_parsing() -> None:
     out = _filled({"app": app, "args": ["{{torchx-kfp:0}}"]}, {0: 'a "q" \\'})
     assert json.loads(out["app"]) == {"roles": [{"args": ["--msg", '<a "q" \\>']}]}
     assert out["args"] == ['a "q" \\']
+
+
+def test_user_text_that_looks_like_a_marker_reaches_the_app_unchanged(tmp_path: Path) -> None:
+    """A constant holding ``{{torchx-kfp:0}}`` itself is escaped beside a lifted channel and
+    comes back literally; without a channel nothing is escaped (the task fills nothing)."""
+    from kfp import dsl
+
+    from torchx_kfp import launcher_from_app
+
+    literal = "{{torchx-kfp:0}} {{torchx-kfp:e}} {{torchx-kfp:"
+
+    @dsl.pipeline(name="marker-text")
+    def marker_text(x: str = "a") -> None:
+        launcher_from_app("utils.echo", ["--msg", f"{x} {literal}"], env={"L": literal})
+
+    ir, _ = compile_ir(marker_text, tmp_path)
+    (task,) = ir["root"]["dag"]["tasks"].values()
+    constants = {
+        k: v["runtimeValue"]["constant"]
+        for k, v in task["inputs"]["parameters"].items()
+        if "runtimeValue" in v
+    }
+    assert constants["env"] == {"L": "{{torchx-kfp:e}}0}} {{torchx-kfp:e}}e}} {{torchx-kfp:e}}"}
+    filled = fill(constants, {0: 'v "q"'})
+    assert filled["args"] == ["--msg", f'v "q" {literal}'] and filled["env"] == {"L": literal}
+
+    @dsl.pipeline(name="no-channel")
+    def no_channel() -> None:
+        launcher_from_app("utils.echo", ["--msg", literal])
+
+    (tmp_path / "plain").mkdir()
+    ir, _ = compile_ir(no_channel, tmp_path / "plain")
+    (task,) = ir["root"]["dag"]["tasks"].values()
+    args = task["inputs"]["parameters"]["args"]["runtimeValue"]["constant"]
+    assert args == ["--msg", literal]
