@@ -97,13 +97,24 @@ def connection(namespace: str, workdir: str) -> dict[str, Any]:
     }
 
 
-def unreachable(conn: dict[str, Any]) -> dict[str, Any]:
-    """``conn`` with its kubeconfig's API server moved to a closed loopback port.
+def closed_port() -> socket.socket:
+    """A socket bound to a loopback port that never listens: connecting there is refused.
 
-    Every call of a scheduler made from it fails at once (connection refused).
+    The port stays taken while the socket is open, so nothing else can start listening on
+    it meanwhile (a port merely found free could be taken by then). Close it when done.
+    """
+    held = socket.socket()
+    held.bind(("127.0.0.1", 0))
+    return held
+
+
+def unreachable(conn: dict[str, Any], port: int) -> dict[str, Any]:
+    """``conn`` with its kubeconfig's API server moved to loopback ``port``.
+
+    With ``port`` from :func:`closed_port` every call of a scheduler made from it fails at
+    once (connection refused).
     """
     bad = copy.deepcopy(conn)
-    port = free_port()  # bound then released: nothing listens there
     extra = bad["extra"]
     extra["kubeconfig"] = re.sub(
         r"https://127\.0\.0\.1:\d+", f"https://127.0.0.1:{port}", extra["kubeconfig"]

@@ -33,7 +33,15 @@ from typing import Any
 
 import pytest
 from _airflow_rest import Api
-from _celery_stack import SECRETS, WORKERS, CeleryStack, Cluster, build_images, unreachable
+from _celery_stack import (
+    SECRETS,
+    WORKERS,
+    CeleryStack,
+    Cluster,
+    build_images,
+    closed_port,
+    unreachable,
+)
 from _infra import missing
 
 pytestmark = [pytest.mark.docker, pytest.mark.k8s, pytest.mark.slow, pytest.mark.timeout(1500)]
@@ -53,15 +61,16 @@ K8S = {"scheduler": "kubernetes"}
 HALF_CREATED = {"k8s_test_job_delay": 15, "k8s_submit_margin": 10}
 
 
-def _service_env(stack: CeleryStack) -> dict[str, dict[str, str]]:
-    """The fault connections: the triggerer cannot reach the cluster, the workers can."""
+def _service_env(stack: CeleryStack, closed: int) -> dict[str, dict[str, str]]:
+    """The fault connections: the triggerer cannot reach the cluster (its API server is
+    moved to the ``closed`` loopback port), the workers can."""
     good = stack.connection()
     half = {**good, "extra": {**good["extra"], "scheduler_params": HALF_CREATED}}
     workers = {
         "AIRFLOW_CONN_TORCHX_TRIGGER_FAULT": json.dumps(good),
         "AIRFLOW_CONN_TORCHX_HALF_CREATED": json.dumps(half),
     }
-    triggerer = {"AIRFLOW_CONN_TORCHX_TRIGGER_FAULT": json.dumps(unreachable(good))}
+    triggerer = {"AIRFLOW_CONN_TORCHX_TRIGGER_FAULT": json.dumps(unreachable(good, closed))}
     return {**dict.fromkeys(WORKERS, workers), "airflow-triggerer": triggerer}
 
 
@@ -73,12 +82,14 @@ def stack() -> Iterator[CeleryStack]:
     build_images()
     # a dead worker's task (or triggerer's trigger) moves on after 20 s without a heartbeat
     stack = CeleryStack(settings={"HEARTBEAT_TIMEOUT": "20"})
-    stack.service_env = _service_env(stack)
+    held = closed_port()
+    stack.service_env = _service_env(stack, held.getsockname()[1])
     try:
         stack.up(DAGS)
         yield stack
     finally:
         left = stack.down()
+        held.close()
     assert left == [], f"left behind: {left}"
 
 
