@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Optional
 
@@ -19,7 +20,10 @@ if TYPE_CHECKING:
     from torchx.specs.api import AppStatus
     from torchx_airflow._settings import TorchXSettings
 
-__all__ = ["Earlier", "find_earlier", "labelled", "mark_processed"]
+__all__ = ["Earlier", "await_submission", "find_earlier", "labelled", "mark_processed"]
+
+SUBMISSION_POLL = 2.0
+"""Seconds between two reads of an app whose submission is in progress."""
 
 Earlier = tuple[Optional[str], Optional["AppStatus"]]
 """``(app handle, status)`` of an app to wait for or reuse; ``(None, None)``: launch."""
@@ -72,7 +76,8 @@ def find_earlier(
     :data:`PROCESSED_LABEL`). An app found but not taken (ended FAILED, CANCELLED or
     vanished) is marked processed; a FAILED one also has its replicas that still run stopped
     (``Runner.enforce_fail_fast``: a failed try may not have done it, and a half-created
-    Kubernetes app's rank 0 would wait for its missing peers for ever).
+    Kubernetes app's rank 0 would wait for its missing peers for ever). An app whose
+    submission is still in progress is waited for first (:func:`await_submission`).
 
     Raises:
         AirflowException: a host-local app of an unfinished try was launched on another host
@@ -97,7 +102,7 @@ def find_earlier(
         handle = _by_labels(runner, settings, scheduler, labels, record.processed, log)
     if handle is None:
         return None, None
-    status = runner.status(handle)
+    status = await_submission(runner, handle, runner.status(handle), log)
     decision = decide(status)
     state = status.state.name if status is not None else "GONE"
     log.info("app of a previous try: %s is %s -> %s", handle, state, decision.value)
@@ -107,6 +112,37 @@ def find_earlier(
         mark_processed(runner, slot, handle, log, on_app=bool(labels) and status is not None)
         return None, None
     return handle, status
+
+
+def await_submission(
+    runner: Runner,
+    app_handle: str,
+    status: Optional[AppStatus],
+    log: Any,
+    interval: float = SUBMISSION_POLL,
+) -> Optional[AppStatus]:
+    """Waits while an earlier try's app is only partly created; returns its status then.
+
+    Its submitter (the earlier try) may still be creating it, or may have died doing so: the
+    scheduler says which within a bounded time (``torchx.schedulers.submission``). Re-attaching
+    before that would make this try fail with the half-created app and use up one more retry;
+    after it, the app is either complete (re-attach) or FAILED half-created (replace it).
+    """
+    from torchx.schedulers.submission import submission_in_progress
+
+    if not submission_in_progress(status):
+        return status
+    assert status is not None
+    log.info(
+        "app %s of a previous try: %s; waiting until it is complete or its submitter is"
+        " known to have stopped",
+        app_handle,
+        status.msg,
+    )
+    while submission_in_progress(status):
+        time.sleep(interval)
+        status = runner.status(app_handle)
+    return status
 
 
 def _stop_replaced(runner: Runner, app_handle: str, log: Any) -> None:

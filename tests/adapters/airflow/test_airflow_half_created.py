@@ -4,7 +4,9 @@ Real Airflow (``python -m torchx_airflow.local``: dag.test() on SQLite, then the
 task) and the local cluster. The first try is killed with SIGKILL between its app's two Job
 creations: rank 0's Job exists, its peer's never will (the test-only
 ``TORCHX_K8S_TEST_JOB_DELAY`` makes the submitter sleep before the second Job; it records a
-2 s margin, ``TORCHX_K8S_SUBMIT_MARGIN``, so the app reads FAILED soon after rank 0 runs).
+``MARGIN`` s margin, ``TORCHX_K8S_SUBMIT_MARGIN``, so the app reads FAILED once rank 0 has run
+that long). The retry starts at once, while the app still reads "submission in progress": it
+waits for the verdict, then replaces the app in the same try.
 """
 
 from __future__ import annotations
@@ -48,6 +50,9 @@ else:
         raise SystemExit("rank 0 never listened")
     print("peer: connected to rank 0")
 """
+
+MARGIN = 20
+"""Seconds rank 0 runs before the app reads FAILED (the retry starts well within them)."""
 
 DAG = f"""
 from torchx.specs.api import AppDef, Resource, Role
@@ -93,24 +98,27 @@ def test_a_retry_cancels_a_half_created_app_and_launches_a_complete_one(
                 AppState.SUCCEEDED,
             )
 
-        first = {**env, "TORCHX_K8S_TEST_JOB_DELAY": "600", "TORCHX_K8S_SUBMIT_MARGIN": "2"}
+        first = {
+            **env,
+            "TORCHX_K8S_TEST_JOB_DELAY": "600",
+            "TORCHX_K8S_SUBMIT_MARGIN": str(MARGIN),
+        }
         kill_9_when(dag_argv(dag_file, "half_k8s"), first, tmp_path / "first.log", rank0_runs)
         (half,) = apps()
         old = half.app_handle.rpartition(":")[2]
-
-        def failed() -> Any:
-            status = runner.status(half.app_handle)
-            return status if status is not None and status.state == AppState.FAILED else None
-
-        status = wait_until("the half-created app to read FAILED", failed)
-        assert status.msg.startswith("app half-created: main[1] has no Job"), status.msg
+        status = runner.status(half.app_handle)
+        assert status is not None and status.state == AppState.PENDING, status
+        assert status.msg.startswith("submission in progress: main[1] not created yet")
 
         summary, output = run_logged(
             env, dag_argv(dag_file, "half_k8s", "job"), tmp_path / "retry.log"
         )
         task = summary["tasks"]["job"]
         assert task["state"] == "success", output[-3000:]
-        assert "by its labels" in output and "is FAILED -> launch" in output, output[-3000:]
+        assert "by its labels" in output, output[-3000:]
+        # the retry waited for the verdict instead of re-attaching (and failing with the app)
+        assert "submission in progress: main[1] not created yet; waiting" in output, output[-3000:]
+        assert "is FAILED -> launch" in output, output[-3000:]
         handle = task["xcom"]["return_value"]["app_handle"]
         assert handle != half.app_handle
         new = runner.status(handle)
@@ -120,4 +128,5 @@ def test_a_retry_cancels_a_half_created_app_and_launches_a_complete_one(
         wait_until("its rank 0's pod to go", lambda: "pods" not in leftovers(client, ns, old))
         status = runner.status(half.app_handle)
         assert status is not None and status.state == AppState.FAILED
+        assert status.msg.startswith("app half-created: main[1] has no Job"), status.msg
     client.close()

@@ -14,11 +14,12 @@ exist:
 
 An app with fewer Jobs than recorded (:func:`check`) is PENDING, its ``msg`` naming the replicas
 not created yet, while submission may still be running; it is FAILED ("half-created") once it
-cannot be: ``submitted-at + submit-wait + submit-margin`` has passed, or rank 0's container
-started more than ``submit-margin`` ago (its pod had an IP before that, and the submitter
-creates the others right after it sees the IP), or the scheduler stopped its Jobs (cancel, or
-``enforce_fail_fast`` once it read FAILED: the verdict stays when rank 0's pod is gone). An
-app without these annotations (submitted by an older version) is read as before.
+cannot be (both messages: :mod:`torchx.schedulers.submission`): ``submitted-at + submit-wait +
+submit-margin`` has passed, or rank 0's container started more than ``submit-margin`` ago (its
+pod had an IP before that, and the submitter creates the others right after it sees the IP), or
+the scheduler stopped its Jobs (cancel, or ``enforce_fail_fast`` once it read FAILED: the
+verdict stays when rank 0's pod is gone). An app without these annotations (submitted by an
+older version) is read as before.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from torchx.schedulers._kubernetes.names import (
     LABEL_ROLE_NAME,
 )
 from torchx.schedulers._kubernetes.plain import ANNOTATION_STOPPED
+from torchx.schedulers.submission import HALF_CREATED, IN_PROGRESS
 from torchx.specs.api import NONE, AppState, ReplicaStatus, Role, RoleStatus
 
 __all__ = [
@@ -91,10 +93,10 @@ class Partial:
     def msg(self) -> str:
         """The app's ``msg``: why it is PENDING or FAILED."""
         if not self.failed:
-            return f"submission in progress: {self.names()} not created yet"
+            return f"{IN_PROGRESS}{self.names()} not created yet"
         verb = "has" if len(self.missing) == 1 else "have"
         return (
-            f"app half-created: {self.names()} {verb} no Job (its submitter stopped before"
+            f"{HALF_CREATED}{self.names()} {verb} no Job (its submitter stopped before"
             " creating them); run it again"
         )
 
