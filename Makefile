@@ -48,7 +48,7 @@ test: $(STAMP_DEV)
 	$(BIN)/ruff check core adapters tests bench examples pipelines dags scripts
 	$(BIN)/ruff format --check core adapters tests bench examples pipelines dags scripts
 	$(BIN)/mypy
-	PATH="$(CURDIR)/$(BIN):$$PATH" scripts/infra/with-infra.sh $(BIN)/pytest -q $(PYTEST_ARGS)
+	PATH="$(CURDIR)/$(BIN):$$PATH" scripts/infra/with-infra.sh $(BIN)/pytest -q --durations=25 $(PYTEST_ARGS)
 
 lint: $(STAMP_DEV)
 	$(BIN)/ruff check core adapters tests bench examples pipelines dags scripts
