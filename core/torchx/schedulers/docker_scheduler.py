@@ -20,7 +20,6 @@ Importing this module does not import the ``docker`` SDK (creating a scheduler d
 from __future__ import annotations
 
 import builtins
-import hashlib
 import logging
 import os
 import time
@@ -28,11 +27,17 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Optional
 
+from torchx.schedulers._docker._marks import (
+    add_labels,
+    container_infos,
+    labelled_apps,
+    mark_cancelled,
+    marks,
+)
 from torchx.schedulers._docker._opts import Opts
 from torchx.schedulers._docker._request import (
     LABEL_APP_ID,
     LABEL_APP_NAME,
-    LABEL_MAX_RETRIES,
     LABEL_REPLICA_ID,
     LABEL_ROLE_INDEX,
     LABEL_ROLE_NAME,
@@ -62,7 +67,7 @@ from torchx.schedulers.api import (
     split_lines_iterator,
 )
 from torchx.schedulers.ids import make_unique
-from torchx.schedulers.labels import LabelledApp, app_labels, matches
+from torchx.schedulers.labels import LabelledApp
 from torchx.specs.api import (
     AppDef,
     AppDryRunInfo,
@@ -98,8 +103,6 @@ logger: logging.Logger = logging.getLogger(__name__)
 DEFAULT_GRACE_PERIOD = 10.0
 _SETTLE = 2.0
 """Seconds ``wait_for_change`` polls after an event until the change shows in the list."""
-LABEL_CANCELLED = "torchx.pytorch.org/cancelled"
-LABEL_LABELS_OF = "torchx.pytorch.org/labels-of"
 """Marks a marker volume holding an app label added after launch (value: the app id)."""
 _INSTALL_HINT = "pip install 'torchx-flow[docker]'"
 
@@ -211,38 +214,7 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, Any]]):
     # -- queries ---------------------------------------------------------------------------
 
     def _infos(self, app_id: str) -> list[tuple[str, ContainerInfo]]:
-        rows = self._engine.containers(f"{LABEL_APP_ID}={app_id}")
-        infos = []
-        for r in rows:
-            labels = r["labels"]
-            info = ContainerInfo(
-                name=r["name"],
-                status=r["status"],
-                exit_code=r["exit_code"],
-                role=labels.get(LABEL_ROLE_NAME, ""),
-                role_index=int(labels.get(LABEL_ROLE_INDEX, 0)),
-                replica_id=int(labels.get(LABEL_REPLICA_ID, 0)),
-                session=labels.get(LABEL_SESSION, ""),
-                retries=int(labels.get(LABEL_MAX_RETRIES, 0)),
-                labels=tuple(sorted(app_labels(labels).items())),
-            )
-            infos.append((r["id"], info))
-        infos.sort(key=lambda t: (t[1].role_index, t[1].replica_id))
-        return infos
-
-    def _cancelled(self, app_id: str) -> bool:
-        return bool(self._engine.markers(f"{LABEL_CANCELLED}={app_id}"))
-
-    def _marks(self, label: str) -> tuple[set[str], dict[str, dict[str, str]]]:
-        """The cancelled app ids and the added labels (by app id) of the markers with ``label``."""
-        cancelled: set[str] = set()
-        added: dict[str, dict[str, str]] = {}
-        for marker in self._engine.markers(label):
-            if LABEL_CANCELLED in marker:
-                cancelled.add(marker[LABEL_CANCELLED])
-            if LABEL_LABELS_OF in marker:
-                added.setdefault(marker[LABEL_LABELS_OF], {}).update(app_labels(marker))
-        return cancelled, added
+        return container_infos(self._engine, app_id)
 
     def describe(self, app_id: str) -> Optional[DescribeAppResponse]:
         """Describes an app from its containers' labels and states; None if it has none.
@@ -253,7 +225,7 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, Any]]):
         if not infos:
             return None
         states = [container_state(i.status, i.exit_code) for _, i in infos]
-        cancelled, added = self._marks(f"{LABEL_APP_ID}={app_id}")
+        cancelled, added = marks(self._engine, f"{LABEL_APP_ID}={app_id}")
         state = app_state(states, cancelled=app_id in cancelled)
         resp = DescribeAppResponse(app_id=app_id, state=state, num_restarts=0)
         resp.msg = failure_msg(infos, states)
@@ -280,10 +252,7 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, Any]]):
     def list(self, cfg: Optional[Mapping[str, Any]] = None) -> builtins.list[ListAppResponse]:
         """Lists this session's apps (from any process), in container creation order."""
         rows = self._engine.containers(f"{LABEL_SESSION}={self.session_name}")
-        cancelled = {
-            labels.get(LABEL_CANCELLED)
-            for labels in self._engine.markers(f"{LABEL_SESSION}={self.session_name}")
-        }
+        cancelled, _ = marks(self._engine, f"{LABEL_SESSION}={self.session_name}")
         apps: dict[str, list[dict[str, Any]]] = {}
         for r in reversed(rows):  # the engine lists the newest first
             apps.setdefault(r["labels"].get(LABEL_APP_ID, ""), []).append(r)
@@ -308,26 +277,7 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, Any]]):
         One engine call for the markers, one for the containers with the first label; an app
         that has the first label only as an added one costs one more.
         """
-        if not labels:
-            return []
-        key, value = next(iter(labels.items()))
-        cancelled, added = self._marks(LABEL_APP_ID)
-        apps: dict[str, builtins.list[dict[str, Any]]] = {}
-        for r in reversed(self._engine.containers(f"{key}={value}")):
-            apps.setdefault(r["labels"].get(LABEL_APP_ID, ""), []).append(r)
-        for app_id, extra in added.items():
-            if extra.get(key) == value and app_id not in apps:
-                rows = self._engine.containers(f"{LABEL_APP_ID}={app_id}")
-                if rows:
-                    apps[app_id] = builtins.list(reversed(rows))
-        found = []
-        for app_id, rs in apps.items():
-            merged = {**app_labels(rs[0]["labels"]), **added.get(app_id, {})}
-            if matches(merged, labels):
-                states = [container_state(r["status"], r["exit_code"]) for r in rs]
-                state = app_state(states, cancelled=app_id in cancelled)
-                found.append(LabelledApp(app_id=app_id, state=state, labels=merged))
-        return found
+        return labelled_apps(self._engine, labels)
 
     def set_app_labels(self, app_id: str, labels: Mapping[str, str]) -> None:
         """Adds labels to the app: one marker volume per key (a new value replaces the old).
@@ -338,14 +288,7 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, Any]]):
         infos = self._infos(app_id)
         if not infos:
             raise ValueError(f"local_docker app `{app_id}` does not exist: it has no containers")
-        session = infos[0][1].session
-        for key, value in labels.items():
-            self._engine.remove_markers([f"{LABEL_LABELS_OF}={app_id}", key])
-            digest = hashlib.sha1(key.encode()).hexdigest()[:10]
-            self._engine.create_marker(
-                f"torchx-label-{app_id}-{digest}",
-                {LABEL_LABELS_OF: app_id, LABEL_APP_ID: app_id, LABEL_SESSION: session, key: value},
-            )
+        add_labels(self._engine, app_id, infos[0][1].session, labels)
 
     def wait_for_change(self, app_id: str, timeout: float) -> None:
         """Returns once the app changed, or after ``timeout`` seconds; at once if it has ended.
@@ -374,12 +317,7 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, Any]]):
     def _cancel_existing(self, app_id: str) -> None:
         """Marks the app cancelled, then stops its containers (SIGTERM, SIGKILL after grace)."""
         infos = self._infos(app_id)
-        session = infos[0][1].session if infos else self.session_name
-        if not self._cancelled(app_id):
-            self._engine.create_marker(
-                f"torchx-cancelled-{app_id}",
-                {LABEL_CANCELLED: app_id, LABEL_APP_ID: app_id, LABEL_SESSION: session},
-            )
+        mark_cancelled(self._engine, app_id, infos[0][1].session if infos else self.session_name)
         self._engine.stop([cid for cid, _ in infos], self._grace_period)
 
     def delete(self, app_id: str) -> None:

@@ -147,7 +147,7 @@ def test_set_app_labels_needs_a_scheduler_with_labels(runner: Any) -> None:
 @pytest.mark.docker
 def test_docker_labels_added_after_launch_are_found_and_go_with_the_app(runner: Any) -> None:
     from torchx.runner.labels import find_apps, set_app_labels
-    from torchx.schedulers.docker_scheduler import LABEL_LABELS_OF
+    from torchx.schedulers._docker._marks import LABEL_LABELS_OF
 
     train, other = _launch_pair(runner, "local_docker", {}, BUSYBOX)
     sched = runner._scheduler("local_docker")
