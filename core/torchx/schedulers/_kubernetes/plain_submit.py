@@ -24,6 +24,7 @@ __all__ = [
     "PlainSubmitter",
     "SubmitTiming",
     "api_exception",
+    "representatives",
 ]
 
 RANK0_IP_TIMEOUT = 600.0
@@ -92,6 +93,14 @@ class SubmitTiming:
         )
 
 
+def representatives(jobs: list[Any]) -> list[Any]:
+    """The last Job of each role (highest replica id), in role order."""
+    last: dict[str, Any] = {}
+    for job in jobs:
+        last[(job.metadata.labels or {}).get(LABEL_ROLE_NAME, "")] = job
+    return list(last.values())
+
+
 class PlainSubmitter:
     """Creates a plain-mode app's objects.
 
@@ -108,14 +117,18 @@ class PlainSubmitter:
         self._batch, self._core, self._sleep, self._timing = batch, core, sleep, timing
 
     def validate(self, namespace: str, plain: PlainRequest) -> None:
-        """Server-side dry-run create of every object (nothing is stored).
+        """Server-side dry-run create of the Service and one Job per role (nothing is stored).
+
+        A role's Jobs differ only in their replica id (in names, labels and env values), so
+        the role's last one, whose name is the longest, stands for all: one API call per role,
+        not per replica.
 
         Raises:
             ValueError: the API server rejected an object (its reason).
         """
         try:
             self._core.create_namespaced_service(namespace, plain.service, dry_run="All")
-            for job in plain.jobs:
+            for job in representatives(plain.jobs):
                 self._batch.create_namespaced_job(namespace, job, dry_run="All")
         except api_exception() as e:
             raise ValueError(f"Invalid job spec: {getattr(e, 'reason', e)}") from e

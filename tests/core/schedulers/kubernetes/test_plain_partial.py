@@ -254,3 +254,32 @@ def test_scheduler_settings_for_the_margin() -> None:
         create_scheduler("test", k8s_submit_margin="soon")
     with pytest.raises(ValueError, match="k8s_test_job_delay"):
         create_scheduler("test", k8s_test_job_delay="-1")
+
+
+class _DryRuns(Api):
+    """Records the dry-run creates (``dry_run="All"``) instead of storing them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.dry: list[str] = []
+
+    def create_namespaced_service(self, ns: str, service: Any, **kw: Any) -> None:
+        assert kw == {"dry_run": "All"}
+        self.dry.append(service.metadata.name)
+
+    def create_namespaced_job(self, ns: str, job: Any, **kw: Any) -> None:
+        assert kw == {"dry_run": "All"}
+        self.dry.append(job.metadata.name)
+
+
+def test_validation_dry_runs_the_service_and_each_roles_longest_named_job() -> None:
+    """One API call per role, not per replica: a role's Jobs differ in the replica id only."""
+    from torchx.schedulers._kubernetes.plain_submit import PlainSubmitter
+
+    cfg = {"mode": "plain", "validate_spec": False, "namespace": NS}
+    request = create_scheduler("test").submit_dryrun(app(workers=12, ps=2), cfg).request
+    api = _DryRuns()
+    PlainSubmitter(api, api, lambda s: None, SubmitTiming()).validate(NS, request.resource)
+    app_id = request.resource.app_id
+    assert api.dry == [app_id, f"{app_id}-worker-11", f"{app_id}-ps-1"]
+    assert api.jobs == {} and api.services == {}
