@@ -51,7 +51,7 @@ else:
     print("peer: connected to rank 0")
 """
 
-MARGIN = 20
+MARGIN = 30
 """Seconds rank 0 runs before the app reads FAILED (the retry starts well within them)."""
 
 DAG = f"""
