@@ -28,8 +28,8 @@ import json
 import shutil
 import time
 import urllib.parse
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
 import pytest
 from _airflow_rest import Api
@@ -59,6 +59,7 @@ K8S = {"scheduler": "kubernetes"}
 # the submitter sleeps 15 s before rank 1's Job (test only); an app missing a Job reads FAILED
 # once rank 0's container started more than 10 s ago
 HALF_CREATED = {"k8s_test_job_delay": 15, "k8s_submit_margin": 10}
+T = TypeVar("T")
 
 
 def _service_env(stack: CeleryStack, closed: int) -> dict[str, dict[str, str]]:
@@ -177,13 +178,32 @@ def test_clearing_succeeded_train_runs_a_new_app(stack: CeleryStack, api: Api) -
     assert stack.cluster.apps(dag, "train") == {first, second}
 
 
+def _until(
+    api: Api, stack: CeleryStack, dag: str, run_id: str, found: Callable[[], T], interval: float
+) -> T:
+    """``found()`` once it is truthy, asked every ``interval`` s for at most 300 s.
+
+    Not a timed assertion: the bound only stops a hung test, with the run's details.
+    """
+    deadline = time.monotonic() + 300
+    while not (value := found()):
+        assert time.monotonic() < deadline, _failure(api, stack, dag, run_id)
+        time.sleep(interval)
+    return value
+
+
+def _started_train(stack: CeleryStack, api: Api, dag: str, steps: int) -> tuple[str, str]:
+    """Triggers ``dag`` with both workers healthy; returns (run id, the worker running train)."""
+    stack.wait_healthy()  # an earlier test may have restarted a worker
+    run_id = api.trigger(dag, _conf(stack, steps))
+    ti = api.wait_task(dag, run_id, "train", lambda t: t["state"] == "running" and t["hostname"])
+    return run_id, ti["hostname"]
+
+
 def _running_train(api: Api, stack: CeleryStack, dag: str, run_id: str) -> tuple[dict, list]:
     """Waits until ``train`` runs on a worker and its 2 replicas run; returns (ti, pods)."""
     api.wait_task(dag, run_id, "train", lambda t: t["state"] in ("running", "deferred"))
-    deadline = time.monotonic() + 300
-    while not (pods := stack.cluster.running(dag, "train", 2)):
-        assert time.monotonic() < deadline, _failure(api, stack, dag, run_id)
-        time.sleep(0.5)
+    pods = _until(api, stack, dag, run_id, lambda: stack.cluster.running(dag, "train", 2), 0.5)
     return api.tasks(dag, run_id)["train"], pods
 
 
@@ -217,16 +237,10 @@ def test_worker_killed_in_first_second_retry_finds_app_by_labels(
     stack: CeleryStack, api: Api
 ) -> None:
     dag = "torchx_train"
-    stack.wait_healthy()
-    run_id = api.trigger(dag, _conf(stack, 2000))
-    ti = api.wait_task(dag, run_id, "train", lambda t: t["state"] == "running" and t["hostname"])
-    worker = ti["hostname"]
-    deadline = time.monotonic() + 300
+    run_id, worker = _started_train(stack, api, dag, 2000)
     # both replicas' Jobs exist: the app was just submitted (a kill between the two creations:
     # test_worker_killed_between_job_creations_retry_replaces_half_created_app)
-    while len(stack.cluster.jobs(dag, "train")) < 2:
-        assert time.monotonic() < deadline, _failure(api, stack, dag, run_id)
-        time.sleep(0.02)
+    _until(api, stack, dag, run_id, lambda: len(stack.cluster.jobs(dag, "train")) >= 2, 0.02)
     stack.kill(worker)
     [app] = stack.cluster.apps(dag, "train")
     try:
@@ -301,17 +315,13 @@ def test_worker_killed_between_job_creations_retry_replaces_half_created_app(
     stack: CeleryStack, api: Api
 ) -> None:
     dag = "torchx_train_half"
-    stack.wait_healthy()
-    run_id = api.trigger(dag, _conf(stack, 20))
-    ti = api.wait_task(dag, run_id, "train", lambda t: t["state"] == "running" and t["hostname"])
-    worker = ti["hostname"]
-    deadline = time.monotonic() + 300
+    run_id, worker = _started_train(stack, api, dag, 20)
+
+    def running_pods() -> list[Any]:
+        return [p for p in stack.cluster.pods(dag, "train") if p.status.phase == "Running"]
+
     # rank 0's pod runs (its IP is known): the submitter sleeps 15 s before rank 1's Job
-    while not (
-        pods := [p for p in stack.cluster.pods(dag, "train") if p.status.phase == "Running"]
-    ):
-        assert time.monotonic() < deadline, _failure(api, stack, dag, run_id)
-        time.sleep(0.2)
+    pods = _until(api, stack, dag, run_id, running_pods, 0.2)
     stack.kill(worker)
     try:
         [half] = stack.cluster.apps(dag, "train")
