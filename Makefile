@@ -9,7 +9,7 @@ STAMP_DEV := $(VENV)/.installed-dev
 STAMP_RUN := $(VENV)/.installed-run
 PYTEST_ARGS ?=
 
-.PHONY: run test lint typecheck unit bench clean venv
+.PHONY: run test lint typecheck unit bench clean venv goldens
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -48,7 +48,8 @@ test: $(STAMP_DEV)
 	$(BIN)/ruff check core adapters tests bench examples pipelines dags scripts
 	$(BIN)/ruff format --check core adapters tests bench examples pipelines dags scripts
 	$(BIN)/mypy
-	PATH="$(CURDIR)/$(BIN):$$PATH" scripts/infra/with-infra.sh $(BIN)/pytest -q --durations=25 $(PYTEST_ARGS)
+	PATH="$(CURDIR)/$(BIN):$$PATH" scripts/infra/with-infra.sh $(BIN)/pytest -q -rs --durations=25 \
+	  --continue-on-collection-errors $(PYTEST_ARGS)
 
 lint: $(STAMP_DEV)
 	$(BIN)/ruff check core adapters tests bench examples pipelines dags scripts
@@ -66,6 +67,15 @@ bench: $(STAMP_DEV)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(PY) bench/bench_kfp.py
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(PY) bench/bench_kubernetes.py
 	PATH="$(CURDIR)/$(BIN):$$PATH" scripts/infra/with-infra.sh $(PY) bench/bench_kubernetes_live.py
+
+## make goldens: rewrite the golden files (Kubernetes manifests, Slurm dry runs, KFP IR) from the
+## current output; review the diff before committing. Tests never rewrite them (refused under CI).
+GOLDEN_TESTS := tests/core/schedulers/kubernetes/test_kubernetes_golden.py \
+	tests/core/schedulers/slurm/test_slurm_golden.py tests/pipelines/test_compile.py
+goldens: $(STAMP_DEV)
+	$(BIN)/pytest -q --regen-goldens $(GOLDEN_TESTS)
+	git status --short -- tests/core/schedulers/kubernetes/golden tests/core/schedulers/slurm/golden \
+	  tests/pipelines/golden
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache

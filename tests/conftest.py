@@ -13,9 +13,28 @@ from collections.abc import Generator, Iterator
 from pathlib import Path
 
 import pytest
-from _infra import docker_host, k8s_cluster, missing, registry, slurm_conf
+from _infra import docker_host, in_ci, k8s_cluster, missing, registry, slurm_conf
 
 _INFRA_ENV = pytest.StashKey[pytest.MonkeyPatch]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """``--regen-goldens``: rewrite golden files from the current output (``make goldens``)."""
+    parser.addoption(
+        "--regen-goldens",
+        action="store_true",
+        help="rewrite golden files from the current output (make goldens); refused under CI",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Arms ``_golden.REGENERATE`` for ``--regen-goldens``; CI never rewrites a golden file."""
+    if config.getoption("--regen-goldens"):
+        if in_ci():
+            raise pytest.UsageError("--regen-goldens is refused under CI=true")
+        import _golden
+
+        _golden.REGENERATE = True
 
 
 @pytest.fixture(autouse=True)
@@ -57,3 +76,36 @@ def pytest_runtest_teardown(item: pytest.Item) -> Generator[None, None, None]:
         env = item.stash.get(_INFRA_ENV, None)
         if env is not None:
             env.undo()
+
+
+def _ci_failure(report: pytest.TestReport | pytest.CollectReport) -> None:
+    """Turns a skip into a failure under CI: CI runs every tier, so a skip there is a defect.
+
+    Covers every kind of skip: ``pytest.skip``, ``skipif`` marks, ``pytest.importorskip`` at a
+    module's top (a collection report) and skips from fixtures. ``xfail`` is left alone.
+    """
+    if not (in_ci() and report.skipped) or hasattr(report, "wasxfail"):
+        return
+    reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+    report.outcome = "failed"
+    report.longrepr = f"skipped under CI=true (every skip fails in CI): {reason}"
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """Under ``CI=true`` a skipped test (in any phase) is reported as failed, with its reason."""
+    report = yield
+    _ci_failure(report)
+    return report
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(
+    collector: pytest.Collector,
+) -> Generator[None, pytest.CollectReport, pytest.CollectReport]:
+    """Under ``CI=true`` a module skipped at collection (``importorskip``) fails, with its reason."""
+    report = yield
+    _ci_failure(report)
+    return report

@@ -1,13 +1,13 @@
 """Every pipelines/*.py compiles with the real KFP compiler to its golden IR YAML.
 
-Regenerate after a reviewed change: ``TORCHX_KFP_REGEN_GOLDEN=1 pytest tests/pipelines``.
+Regenerate after a reviewed change: ``make goldens``.
 """
 
 import importlib.util
-import os
 from pathlib import Path
 from types import ModuleType
 
+import _golden
 import pytest
 
 pytest.importorskip("kfp")
@@ -35,7 +35,7 @@ def compile_text(path: Path, tmp_path: Path) -> str:
 
 def test_every_pipeline_has_a_golden_file() -> None:
     assert {p.stem for p in PIPELINES} >= {"torchx_training", "torchx_echo"}
-    if os.environ.get("TORCHX_KFP_REGEN_GOLDEN") != "1":
+    if not _golden.REGENERATE:
         assert {g.stem for g in GOLDEN.glob("*.yaml")} == {p.stem for p in PIPELINES}
 
 
@@ -43,10 +43,7 @@ def test_every_pipeline_has_a_golden_file() -> None:
 def test_pipeline_compiles_to_golden(path: Path, tmp_path: Path) -> None:
     text = compile_text(path, tmp_path)
     golden = GOLDEN / f"{path.stem}.yaml"
-    if os.environ.get("TORCHX_KFP_REGEN_GOLDEN") == "1":
-        golden.write_text(text)
-    assert golden.is_file(), f"no golden IR: run TORCHX_KFP_REGEN_GOLDEN=1 pytest {__file__}"
-    assert text == golden.read_text(), f"{path.name} compiles differently from {golden}"
+    _golden.check_golden(golden, text)
 
 
 def _container_strings(ir: dict) -> list[str]:

@@ -1,18 +1,18 @@
 """Golden manifests: ``--dryrun`` YAML of the kubernetes scheduler (both modes) for fixed AppDefs.
 
-Regenerate after an intended change with ``TORCHX_REGEN_GOLDEN=1 pytest tests/core/schedulers/kubernetes``
+Regenerate after an intended change with ``make goldens``
 and review the diff. The random job name and the package version are replaced by placeholders.
 """
 
 from __future__ import annotations
 
-import os
 import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from _golden import check_golden
 from _k8s_apps import ddp_2x1, kitchen_sink
 
 from torchx.schedulers.kubernetes_scheduler import create_scheduler
@@ -67,7 +67,4 @@ def test_golden_manifest(case: str) -> None:
     make_app, cfg = CASES[case]
     text = render(make_app(), cfg)
     path = GOLDEN / f"{case}.yaml"
-    if os.environ.get("TORCHX_REGEN_GOLDEN"):
-        path.write_text(text)
-    assert path.is_file(), f"missing {path}; run with TORCHX_REGEN_GOLDEN=1 to create it"
-    assert text == path.read_text()
+    check_golden(path, text)

@@ -1,17 +1,17 @@
 """Golden dry runs: the ``sbatch`` command and script of the slurm scheduler for fixed AppDefs.
 
 The dry run is byte-stable (no random id, no version, no time). Regenerate after an intended
-change with ``TORCHX_REGEN_GOLDEN=1 pytest tests/core/schedulers/slurm`` and review the diff.
+change with ``make goldens`` and review the diff.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Optional
 
 import pytest
+from _golden import check_golden
 
 from torchx.components.dist import ddp
 from torchx.schedulers.slurm_scheduler import SlurmClient, SlurmScheduler
@@ -90,9 +90,7 @@ def render(name: str) -> str:
 def test_dryrun_matches_golden(name: str) -> None:
     path = GOLDEN / f"{name}.txt"
     text = render(name)
-    if os.environ.get("TORCHX_REGEN_GOLDEN"):
-        path.write_text(text)
-    assert text == path.read_text(), f"dry run of {name} changed (see module docstring)"
+    check_golden(path, text)
 
 
 def test_dryrun_is_byte_stable() -> None:
