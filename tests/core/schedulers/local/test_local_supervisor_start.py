@@ -214,8 +214,14 @@ def test_the_launched_supervisor_is_isolated_and_site_free(tmp_path: Path) -> No
         argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
         assert argv[1:3] == [b"-I", b"-S"]
         # every fd the supervisor keeps is close-on-exec: a replica holds only stdin/out/err
+        # (an fd listed may close before its fdinfo is read, e.g. the supervisor's state-file
+        # write: a closed fd is none the replicas can inherit, so it is skipped)
         for fd in os.listdir(f"/proc/{pid}/fd"):
-            flags = Path(f"/proc/{pid}/fdinfo/{fd}").read_text().split("flags:")[1].split()[0]
+            try:
+                info = Path(f"/proc/{pid}/fdinfo/{fd}").read_text()
+            except FileNotFoundError:
+                continue
+            flags = info.split("flags:")[1].split()[0]
             assert int(fd) <= 2 or int(flags, 8) & os.O_CLOEXEC, fd
         replica = state["roles"][0]["replicas"][0]["pid"]
         assert sorted(os.listdir(f"/proc/{replica}/fd"), key=int) == ["0", "1", "2"]
