@@ -21,6 +21,10 @@ orchestrator is done with, and :func:`find_apps` can skip the apps carrying a ke
 
     set_app_labels(runner, handle, {"processed": "true"})
     find_apps(runner, "kubernetes", {"task": "train"}, without=["processed"])  # not that one
+
+Before re-attaching to an app found this way, compare :func:`placement` with the one recorded
+at launch: a ``local_cwd`` app can be followed only from its host, a ``local_docker`` app only
+through its engine.
 """
 
 from __future__ import annotations
@@ -49,6 +53,7 @@ __all__ = [
     "find_apps",
     "label_value",
     "labels_metadata",
+    "placement",
     "set_app_labels",
     "supports_labels",
 ]
@@ -152,3 +157,26 @@ def set_app_labels(runner: Runner, app_handle: str, labels: Mapping[str, object]
             f"scheduler `{scheduler}` does not support app labels: {app_handle} cannot be labelled"
         )
     sched.set_app_labels(app_id, labels_metadata(labels))
+
+
+def placement(runner: Runner, scheduler: str, cfg: Optional[Mapping[str, CfgVal]] = None) -> str:
+    """Where the apps of ``scheduler`` live, seen from this process (``Scheduler.placement``).
+
+    Record it with an app at launch; a process whose placement differs cannot follow the
+    app (its handle means another host's or engine's app). ``""``: reachable from any
+    process that reaches the scheduler (``kubernetes``, ``slurm``, plugins by default).
+    ``local_cwd``: ``"host:<hostname>/<boot id>"`` (no PID-namespace part: a container
+    restarted on the same host keeps it; a reboot changes it, and the host's apps are gone).
+    ``local_docker``: ``"docker:<engine ID>"`` (asks the engine once).
+
+    Args:
+        runner: the runner.
+        scheduler: the scheduler name.
+        cfg: run options (a scheduler may route on them).
+
+    Raises:
+        DockerUnavailableError: ``local_docker`` and no engine answers.
+    """
+    sched: Any = runner._scheduler(scheduler)
+    where = getattr(sched, "placement", None)
+    return str(where(cfg)) if where is not None else ""

@@ -251,6 +251,18 @@ class Scheduler(abc.ABC, Generic[T]):
         """
         raise NotImplementedError(f"{self.__class__.__qualname__} cannot change app labels")
 
+    def placement(self, cfg: Optional[Mapping[str, CfgVal]] = None) -> str:
+        """Where this scheduler's apps live, as seen from this process (re-attach decisions).
+
+        An app launched from a process with one placement can be followed from any process
+        with the same placement. ``""`` (the base) means from anywhere that reaches the
+        scheduler (clusters); ``local_cwd`` and ``local_docker`` return their host or engine.
+
+        Args:
+            cfg: run options (a scheduler may route on them).
+        """
+        return ""
+
     def enforce_fail_fast(self, app_id: str) -> None:
         """Stop the replicas still running in an app whose ``describe`` said FAILED.
 

@@ -33,6 +33,7 @@ from torchx.schedulers._docker._marks import (
     labelled_apps,
     mark_cancelled,
     marks,
+    session_apps,
 )
 from torchx.schedulers._docker._opts import Opts
 from torchx.schedulers._docker._request import (
@@ -103,7 +104,6 @@ logger: logging.Logger = logging.getLogger(__name__)
 DEFAULT_GRACE_PERIOD = 10.0
 _SETTLE = 2.0
 """Seconds ``wait_for_change`` polls after an event until the change shows in the list."""
-"""Marks a marker volume holding an app label added after launch (value: the app id)."""
 _INSTALL_HINT = "pip install 'torchx-flow[docker]'"
 
 
@@ -251,23 +251,7 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, Any]]):
 
     def list(self, cfg: Optional[Mapping[str, Any]] = None) -> builtins.list[ListAppResponse]:
         """Lists this session's apps (from any process), in container creation order."""
-        rows = self._engine.containers(f"{LABEL_SESSION}={self.session_name}")
-        cancelled, _ = marks(self._engine, f"{LABEL_SESSION}={self.session_name}")
-        apps: dict[str, list[dict[str, Any]]] = {}
-        for r in reversed(rows):  # the engine lists the newest first
-            apps.setdefault(r["labels"].get(LABEL_APP_ID, ""), []).append(r)
-        return [
-            ListAppResponse(
-                app_id=app_id,
-                state=app_state(
-                    [container_state(r["status"], r["exit_code"]) for r in rs],
-                    cancelled=app_id in cancelled,
-                ),
-                app_handle=f"local_docker://{self.session_name}/{app_id}",
-                name=rs[0]["labels"].get(LABEL_APP_NAME, ""),
-            )
-            for app_id, rs in apps.items()
-        ]
+        return session_apps(self._engine, self.session_name)
 
     def list_by_labels(
         self, labels: Mapping[str, str], cfg: Optional[Mapping[str, Any]] = None
@@ -278,6 +262,10 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, Any]]):
         that has the first label only as an added one costs one more.
         """
         return labelled_apps(self._engine, labels)
+
+    def placement(self, cfg: Optional[Mapping[str, Any]] = None) -> str:
+        """``docker:<engine ID>``: apps are followed through the engine that runs them."""
+        return f"docker:{self._engine.engine_id()}"
 
     def set_app_labels(self, app_id: str, labels: Mapping[str, str]) -> None:
         """Adds labels to the app: one marker volume per key (a new value replaces the old).

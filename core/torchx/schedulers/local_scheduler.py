@@ -42,6 +42,7 @@ from torchx.schedulers._local._images import (
 from torchx.schedulers._local._launch import _LocalAppDef, launch, prestarted_supervisor
 from torchx.schedulers._local._logs import iter_log_lines
 from torchx.schedulers._local._opts import Opts
+from torchx.schedulers._local._procs import host_placement
 from torchx.schedulers._local._request import (
     ENV_CUDA_VISIBLE_DEVICES,
     PopenRequest,
@@ -292,6 +293,10 @@ class LocalScheduler(Scheduler[Mapping[str, CfgVal]]):
     def list(self, cfg: Optional[Mapping[str, CfgVal]] = None) -> builtins.list[ListAppResponse]:
         """List this session's apps (from any process), oldest first."""
         return list_apps(self._state_root(), self.session_name)
+
+    def placement(self, cfg: Optional[Mapping[str, CfgVal]] = None) -> str:
+        """``host:<hostname>/<boot id>``: apps are followed from this host, until it reboots."""
+        return host_placement()
 
     def wait_for_change(self, app_id: str, timeout: float) -> None:
         """Return as soon as the app's state changes or it ends, or after ``timeout`` seconds."""

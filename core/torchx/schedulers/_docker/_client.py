@@ -100,6 +100,10 @@ class DockerEngine:
             self._checked = True
         return self._client
 
+    def engine_id(self) -> str:
+        """The engine's own ID (``docker info``): the same for every client of that engine."""
+        return str(self.client.info()["ID"])
+
     # -- images --------------------------------------------------------------------------
 
     def ensure_image(self, image: str) -> None:

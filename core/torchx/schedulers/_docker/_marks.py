@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from torchx.schedulers._docker._request import (
     LABEL_APP_ID,
+    LABEL_APP_NAME,
     LABEL_MAX_RETRIES,
     LABEL_REPLICA_ID,
     LABEL_ROLE_INDEX,
@@ -25,6 +26,7 @@ from torchx.schedulers.labels import LabelledApp, app_labels, matches
 
 if TYPE_CHECKING:
     from torchx.schedulers._docker._client import DockerEngine
+    from torchx.schedulers.api import ListAppResponse
 
 __all__ = [
     "LABEL_CANCELLED",
@@ -35,6 +37,7 @@ __all__ = [
     "labelled_apps",
     "mark_cancelled",
     "marks",
+    "session_apps",
 ]
 
 LABEL_CANCELLED = "torchx.pytorch.org/cancelled"
@@ -125,3 +128,26 @@ def add_labels(engine: DockerEngine, app_id: str, session: str, labels: Mapping[
             f"torchx-label-{app_id}-{digest}",
             {LABEL_LABELS_OF: app_id, LABEL_APP_ID: app_id, LABEL_SESSION: session, key: value},
         )
+
+
+def session_apps(engine: DockerEngine, session: str) -> list[ListAppResponse]:
+    """Lists a session's apps, in container creation order (``DockerScheduler.list``)."""
+    from torchx.schedulers.api import ListAppResponse
+
+    rows = engine.containers(f"{LABEL_SESSION}={session}")
+    cancelled, _ = marks(engine, f"{LABEL_SESSION}={session}")
+    apps: dict[str, list[dict[str, Any]]] = {}
+    for r in reversed(rows):  # the engine lists the newest first
+        apps.setdefault(r["labels"].get(LABEL_APP_ID, ""), []).append(r)
+    return [
+        ListAppResponse(
+            app_id=app_id,
+            state=app_state(
+                [container_state(r["status"], r["exit_code"]) for r in rs],
+                cancelled=app_id in cancelled,
+            ),
+            app_handle=f"local_docker://{session}/{app_id}",
+            name=rs[0]["labels"].get(LABEL_APP_NAME, ""),
+        )
+        for app_id, rs in apps.items()
+    ]
