@@ -77,6 +77,9 @@ class FollowResult:
         startup_reason: set when the startup timeout passed: why the app did not start,
             with the scheduler's reason (``did not start within 60s (PENDING: worker[0]
             waiting: ImagePullBackOff: ...)``); ``""`` otherwise.
+        logs_shown: ``{"role/replica": n}``: how many log lines of each replica the follow
+            delivered to ``on_log`` (counting lines skipped with ``log_skip``); empty
+            without streaming. A later reader shows only the lines after those.
     """
 
     app_handle: AppHandle
@@ -85,6 +88,7 @@ class FollowResult:
     deadline_expired: bool = False
     cancelled: bool = False
     startup_reason: str = ""
+    logs_shown: dict[str, int] = dataclasses.field(default_factory=dict)
 
     @property
     def startup_expired(self) -> bool:

@@ -23,6 +23,11 @@ The one follow layer the CLI-side executor and every adapter share, after
 - **status**: ``on_status`` gets each status whose state or message differs from the last one
   (e.g. a Kubernetes replica's ``ImagePullBackOff`` while the app is PENDING), in the caller's
   thread;
+- **transient errors**: a status or log call that fails with a transient error (connection
+  refused/reset, timeouts, Kubernetes 5xx/429, a Docker engine or slurmctld not answering:
+  :func:`is_transient`) is retried with back-off for ``transient_timeout`` seconds (default
+  300) before it counts; then the follow raises :class:`SchedulerUnreachableError` and leaves
+  the app as it is. Only a definitive answer (a terminal state, the app gone) ends a follow;
 - **message**: :func:`failure_message` is the one text a failed app is reported with.
 
 Example::
@@ -39,31 +44,46 @@ Example::
 
 :class:`Follower` is the same in steps (``with Follower(...) as f: f.wait(1.0); ...
 f.result()``) for callers that act while the app runs (the Airflow operator records the handle).
+:func:`afollow` is the same follow for an event loop (the Airflow trigger): same arguments, same
+rules, ``on_log`` and ``on_status`` called in the loop. Both drive one state machine,
+:meth:`Follower.step` (``status, now -> Action``).
 """
 
 from __future__ import annotations
 
-import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Optional
 
-from torchx.runner._follow_logs import LogStreams, Replica, read_tail, replica_key
+from torchx.runner._follow_async import afollow
+from torchx.runner._follow_core import CANCEL_WAIT, JOIN_TIMEOUT, FollowCore
+from torchx.runner._follow_engine import Action, Stop
+from torchx.runner._follow_logs import Replica
 from torchx.runner._follow_result import FollowResult, failure_message
-from torchx.runner._follow_startup import not_started, started, starting
+from torchx.runner._follow_transient import (
+    DEFAULT_TRANSIENT_TIMEOUT,
+    SchedulerUnreachableError,
+    is_transient,
+)
 
 if TYPE_CHECKING:
     from torchx.runner.api import Runner
     from torchx.specs.api import AppDef, AppHandle, AppStatus
 
 __all__ = [
+    "DEFAULT_TRANSIENT_TIMEOUT",
+    "Action",
     "FollowResult",
     "Follower",
     "LogCallback",
+    "SchedulerUnreachableError",
     "StatusCallback",
+    "Stop",
+    "afollow",
     "failure_message",
     "follow",
+    "is_transient",
 ]
 
 LogCallback = Callable[[str], None]
@@ -72,14 +92,10 @@ LogCallback = Callable[[str], None]
 StatusCallback = Callable[["AppStatus"], None]
 """Receives each status whose state or message changed (the first one too)."""
 
-logger: logging.Logger = logging.getLogger(__name__)
-
 DEFAULT_LOG_TAIL = 20
-_CANCEL_WAIT = 60.0  # longest wait for a cancelled app to reach a terminal state
-_JOIN_TIMEOUT = 10.0  # seconds per replica for the log streams to reach the end
 
 
-class Follower:
+class Follower(FollowCore):
     """Follows one app; use it as a context manager (an exception inside cancels the app).
 
     Args:
@@ -99,12 +115,17 @@ class Follower:
         cancel_at_deadline: cancel the app when the deadline or the startup timeout passes
             (else keep it running).
         cancel_on_failure: cancel the app when an exception leaves the ``with`` block (or
-            :func:`follow`), then let it propagate.
+            :func:`follow`), then let it propagate (never for
+            :class:`SchedulerUnreachableError`: the app may be healthy).
         wait_interval: the longest time between two status checks, in seconds (also the
             longest delay before an error raised by ``on_log`` stops the follow).
         join_timeout: seconds per replica for the log streams to reach the end.
         on_status: called (in the caller's thread) with each status whose state or message
             differs from the previous one; what it raises propagates like an interruption.
+        transient_timeout: seconds a status or log call may keep failing with transient
+            errors (:func:`is_transient`) before it counts (retried with back-off meanwhile).
+        log_skip: ``{"role/replica": n}``: the first ``n`` lines of those replicas were shown
+            already (e.g. by a trigger); streaming starts after them.
     """
 
     def __init__(
@@ -123,36 +144,29 @@ class Follower:
         cancel_at_deadline: bool = True,
         cancel_on_failure: bool = True,
         wait_interval: float = 5.0,
-        join_timeout: float = _JOIN_TIMEOUT,
+        join_timeout: float = JOIN_TIMEOUT,
         on_status: Optional[StatusCallback] = None,
+        transient_timeout: float = DEFAULT_TRANSIENT_TIMEOUT,
+        log_skip: Optional[Mapping[str, int]] = None,
     ) -> None:
-        if wait_interval <= 0:
-            raise ValueError(f"`wait_interval` must be > 0 seconds, got {wait_interval}")
-        if startup_timeout is not None and startup_timeout < 0:
-            raise ValueError(f"`startup_timeout` must be >= 0 seconds, got {startup_timeout}")
-        self.runner = runner
-        self.app_handle = app_handle
-        self._on_log = on_log
-        self._replicas = list(replicas) if replicas is not None else None
-        self._app = app
-        self._prefix = log_prefix
-        self._tail = max(0, log_tail)
-        self._deadline = _earliest(deadline, timeout)
-        self._startup_timeout = startup_timeout
-        self._startup_deadline = _earliest(None, startup_timeout)
-        self._startup_reason = ""
-        self._on_status = on_status
-        self._seen: Optional[tuple[str, str]] = None
-        self._cancel_at_deadline = cancel_at_deadline
-        self.cancel_on_failure = cancel_on_failure
-        self._interval = wait_interval
-        self._join_timeout = join_timeout
-        self._streams: Optional[LogStreams] = None
-        self._status: Optional[AppStatus] = None
-        self._ended = False
-        self._fail_fast_done = False
-        self._expired = False
-        self._cancelled = False
+        super().__init__(
+            runner,
+            app_handle,
+            on_log=on_log,
+            replicas=replicas,
+            app=app,
+            log_prefix=log_prefix,
+            log_tail=log_tail,
+            deadline=_earliest(deadline, timeout),
+            startup_timeout=startup_timeout,
+            cancel_at_deadline=cancel_at_deadline,
+            cancel_on_failure=cancel_on_failure,
+            wait_interval=wait_interval,
+            join_timeout=join_timeout,
+            on_status=on_status,
+            transient_timeout=transient_timeout,
+            log_skip=log_skip,
+        )
 
     # ------------------------------------------------------------------ context
 
@@ -165,30 +179,16 @@ class Follower:
         exc: Optional[BaseException],
         tb: Optional[TracebackType],
     ) -> None:
+        if self._streams is not None:
+            self._streams.stop()
         if exc is not None and self.cancel_on_failure:
             self._cancel_quietly(exc)  # a no-op for an app that already ended
 
     def start(self) -> Follower:
         """Starts the log streams (when ``on_log`` is set) and returns self."""
         if self._on_log is not None and self._streams is None:
-            self._streams = LogStreams(
-                self.runner,
-                self.app_handle,
-                self.replicas(),
-                self._on_log,
-                self._prefix,
-                self._tail,
-            ).start()
+            self._make_streams(self._on_log).start()
         return self
-
-    def replicas(self) -> list[Replica]:
-        """Returns the replicas to stream (from the app, else described; cached)."""
-        if self._replicas is None:
-            from torchx.util.log_tee_helpers import replicas_of
-
-            app = self._app if self._app is not None else self.runner.describe(self.app_handle)
-            self._replicas = replicas_of(app, None if app is not None else self._status)
-        return list(self._replicas)
 
     # ------------------------------------------------------------------ waiting
 
@@ -199,32 +199,29 @@ class Follower:
             True once the app ended, vanished, or its deadline passed (see :meth:`result`).
 
         Raises:
+            SchedulerUnreachableError: status calls failed transiently for
+                ``transient_timeout`` seconds.
             BaseException: whatever ``on_log`` raised (the ``with`` block then cancels).
         """
         until = None if seconds is None else time.monotonic() + seconds
         while not self._ended:
             self._raise_callback_error()
-            status = self.runner.status(self.app_handle)
-            self._status = status
-            self._notify(status)
-            if status is not None and status.state.name == "FAILED" and not self._fail_fast_done:
-                self._fail_fast_done = True
-                self.runner.enforce_fail_fast(self.app_handle)
-            if status is None or status.is_terminal():
-                self._ended = True
+            action = self._poll()
+            if action.stop is not None:
+                if action.stop is Stop.UNREACHABLE:
+                    raise self._unreachable()
+                if self._stopped(action):
+                    self._cancel()
+                    self._await_end()
                 break
             now = time.monotonic()
-            if self._deadline is not None and now >= self._deadline:
-                self._expire()
-                break
-            if self._startup_expired(status, now):
-                self._expire(not_started(status, self._startup_timeout))
-                break
             if until is not None and now >= until:
                 return False
-            ends = (until, self._deadline, self._startup_deadline, now + self._interval)
-            limit = min(t for t in ends if t is not None)
-            self.runner.wait_for_change(self.app_handle, max(0.0, limit - now))
+            delay = action.wait if until is None else min(action.wait, until - now)
+            if action.retry:
+                time.sleep(delay)
+            else:
+                self._wait_for_change(delay)
         return True
 
     def result(self) -> FollowResult:
@@ -233,102 +230,53 @@ class Follower:
         if self._streams is not None:
             self._streams.join(self._join_timeout)
         self._raise_callback_error()
-        return FollowResult(
-            self.app_handle,
-            self._status,
-            self._tails(),
-            deadline_expired=self._expired and not self._startup_reason,
-            cancelled=self._cancelled,
-            startup_reason=self._startup_reason,
-        )
+        return self._result()
 
     # ------------------------------------------------------------------ internals
 
-    def _raise_callback_error(self) -> None:
-        error = self._streams.callback_error if self._streams is not None else None
-        if error is not None:
-            raise error
-
-    def _notify(self, status: Optional[AppStatus]) -> None:
-        if self._on_status is None or status is None:
-            return
-        seen = (status.state.name, status.msg or "")
-        if seen != self._seen:
-            self._seen = seen
+    def _poll(self) -> Action:
+        """One status call fed to the engine; carries out ``on_status`` and fail-fast."""
+        try:
+            status = self.runner.status(self.app_handle)
+        except Exception as e:
+            if not is_transient(e):
+                raise
+            return self._call_failed(e, time.monotonic())
+        action = self._status_seen(status, time.monotonic())
+        if action.notify and self._on_status is not None and status is not None:
             self._on_status(status)
+        if action.fail_fast:
+            try:
+                self.runner.enforce_fail_fast(self.app_handle)
+            except Exception as e:
+                if not is_transient(e):
+                    raise
+                self.engine.fail_fast_failed()
+        return action
 
-    def _startup_expired(self, status: AppStatus, now: float) -> bool:
-        """Whether the startup timeout passed with the app not started (disarmed once started)."""
-        if self._startup_deadline is None:
-            return False
-        if started(status):
-            self._startup_deadline = None
-            return False
-        return now >= self._startup_deadline and starting(status)
+    def _wait_for_change(self, seconds: float) -> None:
+        try:
+            self.runner.wait_for_change(self.app_handle, max(0.0, seconds))
+        except Exception as e:  # the next status call retries (and counts) the error
+            if not is_transient(e):
+                raise
+            time.sleep(min(max(0.0, seconds), 1.0))
 
-    def _expire(self, startup_reason: str = "") -> None:
-        """A deadline passed: cancel the app (unless kept) and wait for it to stop.
-
-        Args:
-            startup_reason: why the app is not started ("" for the overall deadline).
-        """
-        self._expired = True
-        self._ended = True
-        self._startup_reason = startup_reason
-        if not self._cancel_at_deadline:
+    def _await_end(self) -> None:
+        """Waits (up to a minute) for a cancelled app to reach a terminal state."""
+        if not self._cancelled:
             return
-        which = "startup timeout" if startup_reason else "deadline"
-        logger.info("%s passed: cancelling TorchX app %s", which, self.app_handle)
-        self.runner.cancel(self.app_handle)
-        self._cancelled = True
-        stop = time.monotonic() + _CANCEL_WAIT
+        stop = time.monotonic() + CANCEL_WAIT
         while True:
-            self._status = self.runner.status(self.app_handle)
+            try:
+                self._status = self.runner.status(self.app_handle)
+            except Exception as e:
+                if not is_transient(e):
+                    raise
             remaining = stop - time.monotonic()
             if self._status is None or self._status.is_terminal() or remaining <= 0:
                 return
-            self.runner.wait_for_change(self.app_handle, min(remaining, self._interval))
-
-    def _failed_replicas(self) -> list[Replica]:
-        status = self._status
-        if status is None or status.state.name != "FAILED":
-            return []
-        failed = [
-            (rs.role, rep.id)
-            for rs in status.roles
-            for rep in rs.replicas
-            if rep.state.name == "FAILED"
-        ]
-        if failed:
-            return failed
-        try:  # no per-replica states: every replica of the app (one describe at most)
-            return self.replicas()
-        except Exception as e:  # a missing tail never hides the app's own failure
-            logger.warning("could not find the replicas of %s: %s", self.app_handle, e)
-            return []
-
-    def _tails(self) -> dict[str, list[str]]:
-        if self._tail == 0:
-            return {}
-        out: dict[str, list[str]] = {}
-        for replica in self._failed_replicas():
-            key = replica_key(replica)
-            streamed = self._streams.tails.get(key) if self._streams is not None else None
-            if streamed is not None:
-                out[key] = list(streamed)
-            else:
-                out[key] = read_tail(self.runner, self.app_handle, replica, self._tail)
-        return out
-
-    def _cancel_quietly(self, exc: BaseException) -> None:
-        logger.info(
-            "cancelling TorchX app %s: %s while following it", self.app_handle, type(exc).__name__
-        )
-        try:
-            self.runner.cancel(self.app_handle)
-            self._cancelled = True
-        except Exception as e:  # the original exception is what the caller must see
-            logger.warning("could not cancel TorchX app %s: %s", self.app_handle, e)
+            self._wait_for_change(min(remaining, self._interval))
 
 
 def follow(
@@ -347,6 +295,8 @@ def follow(
     cancel_on_failure: bool = True,
     wait_interval: float = 5.0,
     on_status: Optional[StatusCallback] = None,
+    transient_timeout: float = DEFAULT_TRANSIENT_TIMEOUT,
+    log_skip: Optional[Mapping[str, int]] = None,
 ) -> FollowResult:
     """Follows an app to its end (or deadline); see :class:`Follower` for the arguments.
 
@@ -354,6 +304,8 @@ def follow(
         How the app ended: status, tails of the failed replicas, deadline and cancel flags.
 
     Raises:
+        SchedulerUnreachableError: status calls failed transiently for ``transient_timeout``
+            seconds (the app is left as it is).
         BaseException: an exception or interruption while following (the app is cancelled
             first when ``cancel_on_failure``), or whatever ``on_log`` raised.
     """
@@ -372,6 +324,8 @@ def follow(
         cancel_on_failure=cancel_on_failure,
         wait_interval=wait_interval,
         on_status=on_status,
+        transient_timeout=transient_timeout,
+        log_skip=log_skip,
     ) as follower:
         return follower.result()
 
