@@ -230,6 +230,7 @@ class LocalScheduler(Scheduler[Mapping[str, CfgVal]]):
             detach=bool(opts.detach),
             grace_period=float(opts.grace_period or self._grace_period),
             env_drop=list(opts.env_drop or []),
+            env_allow=None if opts.env_allow is None else list(opts.env_allow),
         )
         for role in app.roles:
             params, log_dirs = build_role_params(role, provider, settings)

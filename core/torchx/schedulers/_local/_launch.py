@@ -17,6 +17,7 @@ from torchx.schedulers._local import _protocol as proto
 from torchx.schedulers._local import _spare
 from torchx.schedulers._local._request import PopenRequest, request_to_json
 from torchx.schedulers._local._state import LocalApp
+from torchx.schedulers._local._wire import allowed_env
 from torchx.specs.api import AppState
 
 __all__ = ["_LocalAppDef", "launch", "prestarted_supervisor"]
@@ -139,11 +140,15 @@ def launch(request: PopenRequest) -> _LocalAppDef:
             lifeline_r, lifeline_w = os.pipe()
             cmd += ["--launcher-fd", str(lifeline_r)]
             fds.append(lifeline_r)
-        supervisor = _prestarted(str(app_dir), control.fileno(), lifeline_r)
+        # env_allow: the supervisor itself starts with the filtered environment, so neither
+        # its /proc/<pid>/environ nor its replicas' hold what was left out
+        env = allowed_env(dict(os.environ), request.env_allow, request.env_drop)
+        supervisor = _prestarted(str(app_dir), control.fileno(), lifeline_r, env)
         if supervisor is None:
             with open(app_dir / proto.SUPERVISOR_LOG, "ab") as log:
                 supervisor = subprocess.Popen(
                     cmd,
+                    env=env,
                     pass_fds=fds,
                     start_new_session=True,
                     stdin=subprocess.DEVNULL,
@@ -167,13 +172,17 @@ def launch(request: PopenRequest) -> _LocalAppDef:
 
 
 def _prestarted(
-    app_dir: str, control_fd: int, launcher_fd: Optional[int]
+    app_dir: str, control_fd: int, launcher_fd: Optional[int], env: Optional[dict[str, str]]
 ) -> Optional[subprocess.Popen[bytes]]:
-    """Hands the app to this process's spare supervisor; None if there is none or it declines."""
+    """Hands the app to this process's spare supervisor; None if there is none or it declines.
+
+    ``env`` is the environment the supervisor must have (None: this process's): a spare
+    started with another one declines.
+    """
     spare = _spare.take()
     if spare is None:
         return None
-    if spare.assign(app_dir, control_fd, launcher_fd):
+    if spare.assign(app_dir, control_fd, launcher_fd, env):
         return spare.process
     spare.discard()
     return None
@@ -188,7 +197,8 @@ def prestarted_supervisor(enabled: bool = True) -> Iterator[None]:
     and that start happens meanwhile: the first app scheduled inside the block is handed to
     the waiting supervisor. One that is not used (the launch went elsewhere or failed) is
     stopped when the block exits. A change of ``os.environ`` inside the block makes the
-    launch start a fresh supervisor, as the replicas inherit the supervisor's environment.
+    launch start a fresh supervisor, as the replicas inherit the supervisor's environment;
+    so does the ``env_allow`` run option (the spare holds the whole environment).
 
     Args:
         enabled: False makes the block do nothing (e.g. when the app will not be local).

@@ -45,6 +45,11 @@ class Opts(StructuredOpts):
     """glob patterns (* and ?, case-sensitive) of inherited environment variables the replicas do
     not get, e.g. SECRET_*;AWS_SECRET_ACCESS_KEY (what the AppDef sets is kept)"""
 
+    env_allow: Optional[list[str]] = None
+    """glob patterns (* and ?, case-sensitive) of the only inherited environment variables the
+    replicas and their supervisor get, e.g. HOME;LANG;WANDB_* (PATH is always kept; the AppDef's
+    env and what torchx sets are added; env_drop still applies); unset: all of them (TorchX)"""
+
 
 def run_opts() -> runopts:
     """Returns the run options of ``local_cwd`` (``LocalScheduler.run_opts()``)."""

@@ -48,6 +48,7 @@ class PopenRequest:
     detach: bool = False
     grace_period: float = 10.0
     env_drop: list[str] = field(default_factory=list)
+    env_allow: Optional[list[str]] = None
     max_retries: dict[str, int] = field(default_factory=dict)
     retry_policies: dict[str, str] = field(default_factory=dict)
     images: dict[str, str] = field(default_factory=dict)
@@ -219,6 +220,7 @@ def request_to_json(request: PopenRequest, control: str, launcher_pid: int) -> d
         "attached": not request.detach,
         "grace_period": request.grace_period,
         "env_drop": list(request.env_drop),
+        "env_allow": None if request.env_allow is None else list(request.env_allow),
         "launcher_pid": launcher_pid,
         "created_at": time.time(),
         "roles": roles,

@@ -15,6 +15,7 @@ import os
 import socket
 import subprocess
 import sys
+from collections.abc import Mapping
 from typing import Optional
 
 __all__ = ["Spare", "discard", "prestart", "take"]
@@ -60,15 +61,23 @@ class Spare:
         # reaps the spare once it exits (no zombie), as for a supervisor started per app
         _thread.start_new_thread(self.process.wait, ())
 
-    def assign(self, app_dir: str, control_fd: int, launcher_fd: Optional[int]) -> bool:
+    def assign(
+        self,
+        app_dir: str,
+        control_fd: int,
+        launcher_fd: Optional[int],
+        environ: Optional[Mapping[str, str]] = None,
+    ) -> bool:
         """Hands an app to the spare; False if it cannot take it (start a supervisor instead).
 
         Args:
             app_dir: the app's state dir, with its request written.
             control_fd: the app's listening control socket (duplicated into the spare).
             launcher_fd: the lifeline's read end when the app is attached, else None.
+            environ: the environment the app's supervisor must have (None: ``os.environ``);
+                the spare declines unless it started with exactly that one.
         """
-        if os.environ != self._environ:
+        if (os.environ if environ is None else environ) != self._environ:
             return False
         flag = b"D" if launcher_fd is None else b"L"
         fds = [control_fd] if launcher_fd is None else [control_fd, launcher_fd]

@@ -21,6 +21,7 @@ __all__ = [
     "REQUEST_MARSHAL",
     "STATE_FILE",
     "SUPERVISOR_LOG",
+    "allowed_env",
     "dumps",
     "parse_supervisor_args",
     "read_request",
@@ -171,6 +172,32 @@ def spawn_env(
     if joined:
         env["PATH"] = joined
     return env
+
+
+def allowed_env(
+    inherited: dict[str, str], allow: list[str] | None, drop: list[str] | None = None
+) -> dict[str, str] | None:
+    """The environment the supervisor starts with under the ``env_allow`` run option.
+
+    Args:
+        inherited: the launcher's environment.
+        allow: glob patterns (:func:`glob_match`) of the inherited names to keep; None keeps
+            everything (TorchX's behaviour: the function then returns None).
+        drop: ``env_drop`` patterns, which win over ``allow``.
+
+    Returns:
+        Only the inherited variables matching an ``allow`` pattern and no ``drop`` one, plus
+        ``PATH`` (always: replicas find programs as the launcher does; it holds no secret);
+        None when ``allow`` is None.
+    """
+    if allow is None:
+        return None
+    return {
+        k: v
+        for k, v in inherited.items()
+        if (k == "PATH" or any(glob_match(k, p) for p in allow))
+        and not any(glob_match(k, p) for p in drop or ())
+    }
 
 
 def parse_supervisor_args(argv: list[str]) -> tuple[str, int, int | None]:
