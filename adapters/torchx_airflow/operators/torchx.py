@@ -28,6 +28,7 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Optional, Union
 
 from torchx_airflow._errors import TorchXAppError
+from torchx_airflow._lineage import LineageMixin
 from torchx_airflow._reattach import AppSlot, check_on_other_host, task_labels
 from torchx_airflow.version_compat import BaseOperator, Context, TaskDeferred, default_deferrable
 
@@ -44,7 +45,7 @@ _XCOM_KEYS = ("app_handle", "app_id", "state", "ui_url", "tracker_run_id")
 _JOIN_TIMEOUT = 10.0  # seconds per replica for the log tails to reach the end
 
 
-class TorchXOperator(BaseOperator):
+class TorchXOperator(LineageMixin, BaseOperator):
     """Launches a TorchX component or AppDef on a TorchX scheduler and waits for it.
 
     The task's XCom ``return_value`` is ``{app_handle, app_id, state, ui_url,
