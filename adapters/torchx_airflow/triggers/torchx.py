@@ -3,31 +3,43 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any, Optional
 
 from torchx_airflow._deferral import handback_payload, needs_worker
 from torchx_airflow._status import event_payload
+from torchx_airflow.triggers._resume import LOG_PREFIX, result_payload
 from torchx_airflow.version_compat import BaseTrigger, TriggerEvent
 
 if TYPE_CHECKING:
     from torchx.runner.api import Runner
+    from torchx.specs.api import AppStatus
 
 __all__ = ["TorchXJobTrigger"]
 
-_FIRST_POLL = 0.1
-
 
 class TorchXJobTrigger(BaseTrigger):
-    """Polls ``Runner.status(app_handle)`` off the event loop until the app ends.
+    """Follows the app with ``torchx.runner.follow.afollow`` until it ends.
+
+    The worker's follow rules apply (they are the same engine): the task's deadline (the end
+    of ``execution_timeout``, as a wall-clock time, so ``airflow dags test``, which runs
+    triggers in line and ignores the deferral's timeout, stops at the same time as a
+    triggerer), ``startup_timeout`` with the scheduler's reason, fail-fast, and status or log
+    calls failing with transient errors retried for ``transient_timeout`` seconds. Each new
+    PENDING reason is logged; with ``stream_logs`` each replica's lines are logged as they are
+    written, ``[role/k]``-prefixed (the triggerer writes a trigger's log into its task's log).
 
     It yields exactly one event, ``{"status": "success" | "failed" | "error", "app_handle",
-    ...}``, and never raises: a problem following the app becomes an ``error`` event. Polls
-    start fast (0.1 s) and back off to ``poll_interval``. When a user kills the deferred
-    task (Airflow 3.3+), :meth:`on_kill` cancels the app; a triggerer restart does not.
-    An app of a host-local scheduler (``local_cwd``) launched on another host than the
-    triggerer's is not touched: the one event is ``{"status": "wait_in_worker", ...}`` and the
-    task waits for the app in the worker (see ``torchx_airflow._deferral``).
+    ...}``, and never raises: the event carries ``deadline_expired``, ``startup_reason``,
+    ``cancelled`` and ``logs_shown`` (how many lines of each replica were logged, so the
+    resumed task shows only the rest); ``error`` is for definitive problems only (the
+    scheduler did not answer for ``transient_timeout`` seconds, a configuration error). When a
+    user kills the deferred task (Airflow 3.3+), :meth:`on_kill` cancels the app; a triggerer
+    restart does not (the new trigger logs the replicas' lines again from their start). An app
+    of a host-local scheduler (``local_cwd``) launched on another host than the triggerer's is
+    not touched: the one event is ``{"status": "wait_in_worker", ...}`` and the task waits for
+    the app in the worker (see ``torchx_airflow._deferral``).
 
     Args:
         app_handle: the app to follow (``scheduler://session/app_id``).
@@ -38,7 +50,11 @@ class TorchXJobTrigger(BaseTrigger):
         worker_host: where the app was launched (``_deferral.host_identity()``), for apps of
             host-local schedulers; None: followed from anywhere.
         on_kill_action: the task's ``on_finish_action``: what :meth:`on_kill` does (``cancel``,
-            ``keep`` or ``delete``).
+            ``keep`` or ``delete``); ``keep`` also keeps the app running at the deadline.
+        deadline: the task's deadline, seconds since the epoch (``time.time()``); None: none.
+        startup_timeout: seconds (from the trigger's start) the app may take to start.
+        transient_timeout: seconds status and log calls may fail transiently.
+        stream_logs: log the replicas' lines while deferred.
     """
 
     def __init__(
@@ -49,6 +65,10 @@ class TorchXJobTrigger(BaseTrigger):
         poll_interval: float = 5.0,
         worker_host: Optional[str] = None,
         on_kill_action: str = "cancel",
+        deadline: Optional[float] = None,
+        startup_timeout: Optional[float] = None,
+        transient_timeout: float = 300.0,
+        stream_logs: bool = False,
     ) -> None:
         super().__init__()
         self.worker_host = worker_host
@@ -57,6 +77,11 @@ class TorchXJobTrigger(BaseTrigger):
         self.torchx_conn_id = torchx_conn_id
         self.scheduler_params = dict(scheduler_params or {})
         self.poll_interval = float(poll_interval)
+        self.deadline = None if deadline is None else float(deadline)
+        self.startup_timeout = None if startup_timeout is None else float(startup_timeout)
+        self.transient_timeout = float(transient_timeout)
+        self.stream_logs = bool(stream_logs)
+        self._reasons: set[str] = set()
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         """Returns the class path and primitive kwargs that rebuild this trigger."""
@@ -70,6 +95,14 @@ class TorchXJobTrigger(BaseTrigger):
             kwargs["worker_host"] = self.worker_host
         if self.on_kill_action != "cancel":
             kwargs["on_kill_action"] = self.on_kill_action
+        if self.deadline is not None:
+            kwargs["deadline"] = self.deadline
+        if self.startup_timeout is not None:
+            kwargs["startup_timeout"] = self.startup_timeout
+        if self.transient_timeout != 300.0:
+            kwargs["transient_timeout"] = self.transient_timeout
+        if self.stream_logs:
+            kwargs["stream_logs"] = True
         return f"{type(self).__module__}.{type(self).__qualname__}", kwargs
 
     async def _runner(self) -> Runner:
@@ -79,23 +112,48 @@ class TorchXJobTrigger(BaseTrigger):
         return TorchXHook.make_runner(await hook.aget_settings())
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
-        """Yields one event when the app ends, vanishes, or cannot be followed."""
+        """Yields one event: the app ended, vanished, passed its deadline, or is unreachable."""
         if self.worker_host and needs_worker(self.app_handle, self.worker_host):
             yield TriggerEvent(handback_payload(self.app_handle, self.worker_host))
             return
+        from torchx.runner.follow import afollow
+
         try:
             runner = await self._runner()
-            delay = min(_FIRST_POLL, self.poll_interval)
-            while True:
-                status = await asyncio.to_thread(runner.status, self.app_handle)
-                if status is None or status.is_terminal():
-                    yield TriggerEvent(event_payload(self.app_handle, status))
-                    return
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, self.poll_interval)
+            result = await afollow(
+                runner,
+                self.app_handle,
+                on_log=self._log_line if self.stream_logs else None,
+                log_prefix=LOG_PREFIX,
+                deadline=self._monotonic_deadline(),
+                startup_timeout=self.startup_timeout,
+                cancel_at_deadline=self.on_kill_action != "keep",
+                cancel_on_failure=False,  # the task decides (on_finish_action) when it resumes
+                wait_interval=self.poll_interval,
+                on_status=self._log_reason,
+                transient_timeout=self.transient_timeout,
+            )
         except Exception as e:  # the trigger reports problems as events, never raises
             message = f"could not follow TorchX app {self.app_handle}: {type(e).__name__}: {e}"
             yield TriggerEvent(event_payload(self.app_handle, None, error=message))
+            return
+        yield TriggerEvent(result_payload(result))
+
+    def _monotonic_deadline(self) -> Optional[float]:
+        if self.deadline is None:
+            return None
+        return time.monotonic() + (self.deadline - time.time())
+
+    def _log_line(self, line: str) -> None:
+        self.log.info("%s", line)
+
+    def _log_reason(self, status: AppStatus) -> None:
+        """Logs each new reason a running app gives (why it, or a replica, waits to start)."""
+        msg = (status.msg or "").strip()
+        if status.is_terminal() or not msg or msg in self._reasons:
+            return
+        self._reasons.add(msg)
+        self.log.info("TorchX app %s is %s: %s", self.app_handle, status.state.name, msg)
 
     async def on_kill(self) -> None:
         """Cancels (``keep``: leaves, ``delete``: deletes) the app on a user kill (Airflow 3.3+)."""
