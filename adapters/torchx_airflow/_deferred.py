@@ -10,6 +10,7 @@ fail it (deferral timeout, trigger failure); :func:`launch_cfg` builds the run o
 from __future__ import annotations
 
 import datetime as dt
+import time
 from typing import TYPE_CHECKING, Any
 
 from torchx_airflow._cleanup import AIRFLOW_SECRET_ENV, remaining_seconds, stop_app
@@ -34,6 +35,7 @@ __all__ = [
 ]
 
 DUMP_LIMIT = 2000  # the last log lines per replica copied after a deferred wait
+DEFERRAL_MARGIN = 60.0  # the trigger stops at the deadline; Airflow's timeout is a backstop
 
 
 def launch_cfg(runner: Runner, settings: TorchXSettings, scheduler: str) -> dict[str, Any]:
@@ -93,6 +95,8 @@ def maybe_defer(
     if store is not None:  # the triggerer waits: this process may be gone (kept even when not
         AppSlot(store, op.log).set(handle, host or "")  # durable: a failed deferral stops it)
     op._push_handle(context, handle)
+    ti = context.get("ti")
+    left = remaining_seconds(op.execution_timeout, getattr(ti, "start_date", None))
     trigger = TorchXJobTrigger(
         app_handle=handle,
         torchx_conn_id=op.torchx_conn_id,
@@ -100,10 +104,11 @@ def maybe_defer(
         poll_interval=op.poll_interval,
         worker_host=host,
         on_kill_action=op.on_finish_action,
+        deadline=time.time() + left if left is not None else None,  # the trigger enforces it
+        startup_timeout=op.startup_timeout,
+        stream_logs=op.stream_logs,
     )
-    ti = context.get("ti")
-    left = remaining_seconds(op.execution_timeout, getattr(ti, "start_date", None))
-    timeout = dt.timedelta(seconds=left) if left is not None else None
+    timeout = dt.timedelta(seconds=left + DEFERRAL_MARGIN) if left is not None else None
     op.defer(trigger=trigger, method_name="execute_complete", timeout=timeout)
 
 
@@ -128,13 +133,11 @@ def complete(op: TorchXOperator, context: Context, event: dict[str, Any]) -> Any
             stop_app(runner, handle, op.on_finish_action, op.log)
             raise
         return op._finish(context, runner, result, slot)
-    from torchx.runner.follow import follow
+    from torchx_airflow.triggers._resume import resumed_result
 
-    result = follow(runner, handle, wait_interval=op.poll_interval)  # it has ended
-    if op.stream_logs and result.status is not None:
-        from torchx_airflow._logcopy import copy_tails
-
-        copy_tails(runner, handle, result.status, op.log.info, DUMP_LIMIT)
+    # the lines the trigger did not log yet, then the result (never waits for a kept app)
+    log, stream, interval = op.log.info, op.stream_logs, op.poll_interval
+    result = resumed_result(runner, event, on_log=log, stream_logs=stream, wait_interval=interval)
     return op._finish(context, runner, result, slot)
 
 
