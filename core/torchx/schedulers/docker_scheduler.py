@@ -181,7 +181,9 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, Any]]):
             make_unique(app.name),
             self.session_name,
             env=opts.env,
-            copied_env=copy_env(opts.copy_env, os.environ, opts.env_drop),
+            copied_env=copy_env(
+                [*(opts.copy_env or ()), *(opts.env_allow or ())], os.environ, opts.env_drop
+            ),
             privileged=bool(opts.privileged),
         )
         job.images_to_push = images_to_push

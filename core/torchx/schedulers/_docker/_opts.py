@@ -17,6 +17,11 @@ class Opts(StructuredOpts):
     copy_env: Optional[list[str]] = None
     """glob patterns of launcher environment variables to copy into every replica (FOO_*)"""
 
+    env_allow: Optional[list[str]] = None
+    """glob patterns of launcher environment variables copied into every replica, as copy_env
+    (a container never gets the launcher's environment otherwise; the uniform allow-list option
+    of local_cwd, local_docker and slurm)"""
+
     env_drop: Optional[list[str]] = None
     """glob patterns of launcher environment variables never copied, even when copy_env matches
     them (SECRET_*)"""
