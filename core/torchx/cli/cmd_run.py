@@ -299,27 +299,26 @@ class CmdRun(SubCommand):
         print(app_handle, flush=True)
         log = run_args.log or run_args.tee_logs
         startup = run_args.startup_timeout
-        if run_args.scheduler.startswith("local") and not cfg.get("detach"):
-            self._wait_and_exit(runner, app_handle, log=True, startup_timeout=startup)
+        local = run_args.scheduler.startswith("local") and not cfg.get("detach")
+        if not (local or run_args.wait or log or startup is not None):
+            self._report(runner, app_handle)
             return
+        try:  # from here a signal cancels the app: it is ours to wait for
+            if not local:
+                self._report(runner, app_handle)
+            self._wait(runner, app_handle, log or local, startup)
+        except signal_exception_types() as e:
+            logger.warning("interrupted (%s); cancelling %s", exception_message(e), app_handle)
+            runner.cancel(app_handle)
+            sys.exit(exit_code_for(e))
+
+    def _report(self, runner: Runner, app_handle: str) -> None:
         logger.info("Launched app: %s", app_handle)
         status = runner.status(app_handle)
         if status is not None:
             logger.info("AppStatus: %s", status.state)
             if status.ui_url:
                 logger.info("Job URL: %s", status.ui_url)
-        if run_args.wait or log or startup is not None:
-            self._wait_and_exit(runner, app_handle, log=log, startup_timeout=startup)
-
-    def _wait_and_exit(
-        self, runner: Runner, app_handle: str, log: bool, startup_timeout: Optional[float] = None
-    ) -> None:
-        try:
-            self._wait(runner, app_handle, log, startup_timeout)
-        except signal_exception_types() as e:
-            logger.warning("interrupted (%s); cancelling %s", exception_message(e), app_handle)
-            runner.cancel(app_handle)
-            sys.exit(exit_code_for(e))
 
     def _wait(
         self, runner: Runner, app_handle: str, log: bool, startup_timeout: Optional[float]

@@ -18,6 +18,7 @@ from typing import Any, Optional
 
 import docker
 import docker.errors
+from requests.exceptions import RequestException  # the SDK's HTTP client
 
 from torchx.schedulers._docker._request import DockerContainer
 
@@ -95,7 +96,7 @@ class DockerEngine:
         if not self._checked:
             try:
                 self._client.ping()
-            except Exception as e:  # requests/urllib3 errors: any failure means unreachable
+            except (docker.errors.DockerException, OSError, RequestException) as e:  # unreachable
                 raise DockerUnavailableError(unreachable_message(_short(e))) from None
             self._checked = True
         return self._client

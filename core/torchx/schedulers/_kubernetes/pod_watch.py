@@ -5,7 +5,8 @@ change after that list, so nothing between the read and the watch is missed, and
 learns of a change at once instead of at its next poll. The API server's ``timeoutSeconds``
 is whole seconds (at least 1), so a shorter wait may last up to a second, or until the
 change. A watch that cannot run (e.g. ``410 Gone`` for an expired ``resourceVersion``) falls
-back to one short sleep; the caller reads again in either case.
+back to one short sleep; the caller reads again in either case. Only the client's errors are
+caught: an interruption (``torchx``'s ``SignalException`` on SIGTERM/SIGINT) propagates.
 """
 
 from __future__ import annotations
@@ -42,7 +43,9 @@ def await_pod_change(
             :data:`MAX_WATCH_SECONDS`).
         sleep: sleeps that many seconds (injected for tests).
     """
+    import urllib3
     from kubernetes import watch
+    from kubernetes.client.exceptions import ApiException
 
     seconds = max(1, min(math.ceil(timeout), MAX_WATCH_SECONDS))
     stream = watch.Watch().stream(
@@ -55,7 +58,7 @@ def await_pod_change(
     try:
         for _ in stream:
             return
-    except Exception:  # an expired version, a dropped connection: poll once instead
-        sleep(FALLBACK_SLEEP)
+    except (ApiException, urllib3.exceptions.HTTPError, OSError):  # the client's errors only:
+        sleep(FALLBACK_SLEEP)  # an expired version, a dropped connection: poll once instead
     finally:
         stream.close()
