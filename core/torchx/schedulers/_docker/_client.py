@@ -18,7 +18,7 @@ from typing import Any, Optional
 
 import docker
 import docker.errors
-from requests.exceptions import RequestException  # the SDK's HTTP client
+from requests.exceptions import RequestException  # type: ignore[import-untyped]
 
 from torchx.schedulers._docker._request import DockerContainer
 
