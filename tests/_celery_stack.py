@@ -6,7 +6,8 @@ connection naming a fresh namespace of the local cluster (kubeconfig inline, see
 :func:`connection`). :class:`Api` is Airflow's REST API, :class:`Cluster` what the namespace
 holds. ``down`` removes every container, network and volume of the project and the namespace.
 ``service_env`` adds variables to some services only, through a compose override file (e.g. a
-connection the triggerer sees differently from the workers, see :func:`unreachable`).
+connection the triggerer sees differently from the workers, see :func:`unreachable`);
+``extra_dags`` adds DAG files to the folder.
 
 docker-compose 1.29 (Debian's) is driven directly: it has no ``up --wait``, so health is read
 from the engine.
@@ -121,6 +122,18 @@ def unreachable(conn: dict[str, Any], port: int) -> dict[str, Any]:
     )
     assert extra["kubeconfig"] != conn["extra"]["kubeconfig"], "no loopback API server to move"
     return bad
+
+
+def api_server_port() -> int:
+    """The loopback port of the local cluster's API server (``$KUBECONFIG``'s server)."""
+    found = re.search(r"https://127\.0\.0\.1:(\d+)", Path(os.environ["KUBECONFIG"]).read_text())
+    assert found, "no loopback API server in $KUBECONFIG"
+    return int(found.group(1))
+
+
+def through(conn: dict[str, Any], port: int) -> dict[str, Any]:
+    """``conn`` reaching the API server through loopback ``port`` (e.g. a ``TcpProxy``)."""
+    return unreachable(conn, port)
 
 
 class Cluster:
@@ -244,6 +257,7 @@ class CeleryStack:
         self.api: Api | None = None
         self.settings = dict(settings or {})
         self.service_env: dict[str, dict[str, str]] = {}
+        self.extra_dags: list[Path] = []
 
     def connection(self) -> dict[str, Any]:
         """The stack's ``torchx`` connection (``TORCHX_CONNECTION``)."""
@@ -255,6 +269,7 @@ class CeleryStack:
         for path in (
             REPO / "dags" / "torchx_training.py",
             REPO / "compose/celery/dags/torchx_celery.py",
+            *self.extra_dags,
         ):
             shutil.copy(path, self.dags / path.name)
             (self.dags / path.name).chmod(0o644)
@@ -377,6 +392,11 @@ class CeleryStack:
     def start(self, service: str) -> None:
         """Starts a stopped service's container again."""
         self.containers()[service].start()
+
+    def exec(self, service: str, argv: list[str]) -> tuple[int, str]:
+        """Runs ``argv`` (no shell) in a service's container as its user; (exit code, output)."""
+        code, out = self.containers()[service].exec_run(argv)
+        return int(code), out.decode(errors="replace")
 
     def logs(self, service: str, tail: int = 60) -> str:
         """The last lines of a service's container log."""
