@@ -99,6 +99,7 @@ SelectTypeParameters=CR_CPU
 SchedulerType=sched/backfill
 SchedulerParameters=bf_interval=1,sched_min_interval=100000
 JobAcctGatherType=jobacct_gather/none
+AccountingStoreFlags=job_comment
 AccountingStorageType=accounting_storage/slurmdbd
 AccountingStorageHost=127.0.0.1
 AccountingStoragePort=$DBD_PORT
