@@ -9,7 +9,7 @@ STAMP_DEV := $(VENV)/.installed-dev
 STAMP_RUN := $(VENV)/.installed-run
 PYTEST_ARGS ?=
 
-.PHONY: run test lint typecheck unit bench clean venv goldens
+.PHONY: run test lint typecheck unit bench clean venv goldens docs
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -45,11 +45,17 @@ run: $(STAMP_RUN)
 ## (scripts/infra; stopped afterwards)
 test: $(STAMP_DEV)
 	scripts/install-ci-deps.sh
+	$(MAKE) --no-print-directory docs
 	$(BIN)/ruff check core adapters tests bench examples pipelines dags scripts
 	$(BIN)/ruff format --check core adapters tests bench examples pipelines dags scripts
 	$(BIN)/mypy
 	PATH="$(CURDIR)/$(BIN):$$PATH" scripts/infra/with-infra.sh $(BIN)/pytest -q -rs --durations=25 \
 	  --continue-on-collection-errors $(PYTEST_ARGS)
+
+## make docs: the docs site (mkdocs.yml, pages in docs/) built with --strict into build/docs-site:
+## a broken link or anchor, or a page missing from the nav, fails it
+docs: $(STAMP_DEV)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
 lint: $(STAMP_DEV)
 	$(BIN)/ruff check core adapters tests bench examples pipelines dags scripts
