@@ -1,4 +1,4 @@
-"""The README's example component runs unchanged, through a real `torchx` subprocess."""
+"""The tour's example component (docs/tour.md) runs unchanged, through a real `torchx` subprocess."""
 
 from __future__ import annotations
 
@@ -12,19 +12,19 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def readme_component_source() -> str:
-    text = (REPO / "README.md").read_text()
+    text = (REPO / "docs" / "tour.md").read_text()
     match = re.search(
         r"<!-- example-component:start -->\s*```python\n(.*?)```\s*<!-- example-component:end -->",
         text,
         re.S,
     )
-    assert match, "README lost its example component block"
+    assert match, "docs/tour.md lost its example component block"
     return match.group(1)
 
 
 def test_readme_block_is_the_shipped_example_file() -> None:
     shipped = (REPO / "examples" / "components.py").read_text()
-    # the shipped file adds only a module docstring on top of the README block
+    # the shipped file adds only a module docstring on top of the tour's block
     assert shipped.endswith(readme_component_source())
 
 

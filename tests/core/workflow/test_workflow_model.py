@@ -223,9 +223,9 @@ def test_step_needs_exactly_one_of_component_or_app() -> None:
 def test_readme_pipeline_block_is_the_example_file(tmp_path: Path) -> None:
     import re
 
-    text = (REPO / "README.md").read_text()
-    block = re.search(r"## Pipelines.*?```yaml\n(.*?)```", text, re.S)
-    assert block, "README lost its Pipelines YAML block"
+    text = (REPO / "docs" / "pipelines.md").read_text()
+    block = re.search(r"# Pipelines.*?```yaml\n(.*?)```", text, re.S)
+    assert block, "docs/pipelines.md lost its YAML block"
     path = tmp_path / "readme.yaml"
     path.write_text(block.group(1))
     readme = load_pipeline(path, registries=False)
