@@ -109,3 +109,30 @@ def pytest_make_collect_report(
     report = yield
     _ci_failure(report)
     return report
+
+
+_STACK_MODULES = ("test_dags_celery", "test_dags_compose")
+"""Modules (name prefixes) that run a whole Airflow stack: one at a time (ports, CPU)."""
+
+
+def _xdist_group(item: pytest.Item) -> str:
+    """The ``pytest-xdist`` group of a test: tests of one group run one after another.
+
+    Whole Airflow stacks share one group; the tests of each shared engine or cluster share
+    theirs (the single-node cluster, the local Slurm); every other module is a group of its
+    own (its module-scoped fixtures start once).
+    """
+    module = item.path.stem
+    if module.startswith(_STACK_MODULES):
+        return "stack"
+    for marker in ("k8s", "slurm"):
+        if item.get_closest_marker(marker) is not None:
+            return marker
+    return str(item.path)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under ``pytest -n N --dist loadgroup`` puts each test in its group (:func:`_xdist_group`)."""
+    if config.pluginmanager.hasplugin("xdist") and config.getoption("dist", "no") == "loadgroup":
+        for item in items:
+            item.add_marker(pytest.mark.xdist_group(_xdist_group(item)))

@@ -4,6 +4,7 @@ from second invocations, and signal handling."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import time
@@ -85,11 +86,21 @@ def test_run_failure_output_ends_with_the_tail_of_the_failed_replica() -> None:
 
 
 def _spare_supervisors() -> list[str]:
-    """Pids of prestarted supervisors still waiting for an app (their command line says so)."""
+    """Pids of this test's prestarted supervisors still waiting for an app.
+
+    A spare's command line names its entry module; it carries the environment of the ``torchx``
+    that started it, so this test's own ``TORCHX_HOME`` (one per test) tells its spares from
+    those of tests running beside it (``pytest -n``).
+    """
+    home = f"TORCHX_HOME={os.environ['TORCHX_HOME']}".encode()
     found = []
     for entry in Path("/proc").iterdir():
         try:
-            if entry.name.isdigit() and b"_spare_entry" in (entry / "cmdline").read_bytes():
+            if (
+                entry.name.isdigit()
+                and b"_spare_entry" in (entry / "cmdline").read_bytes()
+                and home in (entry / "environ").read_bytes().split(b"\0")
+            ):
                 found.append(entry.name)
         except OSError:
             continue
