@@ -23,9 +23,11 @@ Importing this module runs no Slurm command.
 from __future__ import annotations
 
 import builtins
+import fnmatch
 import functools
 import logging
 import os
+import re
 import tempfile
 import time
 import warnings
@@ -46,6 +48,13 @@ from torchx.schedulers._slurm._describe import (
     list_from_sacct,
     list_from_squeue,
     merge_steps,
+)
+from torchx.schedulers._slurm._labels import (
+    comment_labels,
+    comment_with_labels,
+    merge_labelled,
+    sacct_labelled,
+    squeue_labelled,
 )
 from torchx.schedulers._slurm._logs import (
     SLURM_JOB_DIRS,
@@ -74,6 +83,7 @@ from torchx.schedulers.api import (
     Stream,
     filter_regex,
 )
+from torchx.schedulers.labels import LabelledApp, matches
 from torchx.specs.api import AppDef, AppDryRunInfo, CfgVal, is_terminal
 from torchx.workspace.dir_workspace import DirWorkspaceMixin
 
@@ -99,6 +109,7 @@ logger: logging.Logger = logging.getLogger(__name__)
 
 _DELETE_WAIT = 30.0  # seconds delete waits for a cancelled job to end
 _CHANGE_POLL = 0.25
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 @functools.cache
@@ -129,6 +140,9 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[SlurmOpts]):
         client: runs the Slurm commands (default: :class:`SlurmClient`, from ``PATH``).
     """
 
+    supports_app_labels = True
+    """Apps carry ``LaunchRequest(labels=...)`` in the job comment (``list_by_labels``)."""
+
     def __init__(self, session_name: str, client: Optional[SlurmClient] = None) -> None:
         super().__init__("slurm", session_name)
         self._client = client or SlurmClient()
@@ -150,7 +164,8 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[SlurmOpts]):
         if not nomem:
             memmb = self._client.partition_memmb(opts.partition)
             nomem = memmb is not None and memmb <= 1000  # aws-parallelcluster#2198, as TorchX
-        return AppDryRunInfo(build_request(app, opts, nomem=nomem), repr)
+        exported = export_names(os.environ, opts.env_allow)
+        return AppDryRunInfo(build_request(app, opts, nomem=nomem, exported=exported), repr)
 
     def schedule(self, dryrun_info: AppDryRunInfo[SlurmBatchRequest]) -> str:
         """Writes the batch script and submits it with ``sbatch``; returns the job id.
@@ -189,12 +204,45 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[SlurmOpts]):
         live = self._squeue(app_id)
         self._seen[app_id] = _signature(live)
         if live and not all(is_terminal(c.app_state) for c in live):
-            return describe(app_id, live)
+            return _labelled(describe(app_id, live), live[0].comment)
         rows = self._client.sacct_job(app_id)
         done, _ = components_from_sacct(rows or [], app_id)
         if live:  # ended: squeue's components and state are final, sacct adds the steps
-            return describe(app_id, merge_steps(live, done), state=live[0].app_state)
-        return describe(app_id, done)
+            desc = describe(app_id, merge_steps(live, done), state=live[0].app_state)
+            return _labelled(desc, live[0].comment, done[0].comment if done else "")
+        return _labelled(describe(app_id, done), done[0].comment if done else "")
+
+    def list_by_labels(
+        self, labels: Mapping[str, str], cfg: Optional[Mapping[str, CfgVal]] = None
+    ) -> builtins.list[LabelledApp]:
+        """This user's jobs of the last two weeks whose comment holds ``labels`` (full keys).
+
+        ``sacct``'s (needs ``AccountingStoreFlags=job_comment`` for the comment given at
+        submit), updated by ``squeue``'s (fresher; all a cluster without accounting has).
+        """
+        done: dict[str, LabelledApp] = {}
+        try:
+            done = sacct_labelled(self._client.sacct_comments(DAYS_IN_2_WEEKS))
+        except SlurmCommandError as e:
+            logger.info("sacct failed (%s): searching the jobs squeue knows only", e)
+        live = squeue_labelled(self._client.squeue_jobs())
+        return [a for a in merge_labelled(done, live) if matches(a.labels, labels)]
+
+    def set_app_labels(self, app_id: str, labels: Mapping[str, str]) -> None:
+        """Adds labels to the job's comment (``scontrol update``, or ``sacctmgr`` once ended).
+
+        Raises:
+            ValueError: Slurm does not know the job.
+        """
+        live = self._squeue(app_id) if app_id.isdigit() else []
+        done, _ = components_from_sacct(self._client.sacct_job(app_id) or [], app_id)
+        if not live and not done:
+            raise ValueError(f"slurm job `{app_id}` does not exist (neither squeue nor sacct)")
+        current: Optional[str] = live[0].comment if live else done[0].comment
+        if done and (not live or is_terminal(live[0].app_state)):  # accounting may be newer
+            current = comment_with_labels(current, comment_labels(done[0].comment))
+        running = bool(live) and not is_terminal(live[0].app_state)
+        self._client.set_comment(app_id, comment_with_labels(current, labels) or "", running)
 
     def list(self, cfg: Optional[Mapping[str, CfgVal]] = None) -> builtins.list[ListAppResponse]:
         """This user's jobs of the last two weeks: ``sacct``'s, updated by ``squeue``'s.
@@ -281,6 +329,30 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[SlurmOpts]):
 
         lines = follow_files(paths, is_done, should_tail)
         return filter_regex(regex, lines) if regex else lines
+
+
+def export_names(environ: Mapping[str, str], allow: Optional[list[str]]) -> Optional[list[str]]:
+    """The names of the variables ``sbatch --export`` passes under ``env_allow``.
+
+    None (no ``--export``: the whole environment) when ``allow`` is None; else ``PATH`` and
+    the names matching a pattern, sorted (names that are not shell identifiers are skipped:
+    ``--export`` splits at commas and the script names them).
+    """
+    if allow is None:
+        return None
+    return sorted(
+        k
+        for k in environ
+        if _IDENTIFIER.match(k) and (k == "PATH" or any(fnmatch.fnmatchcase(k, p) for p in allow))
+    )
+
+
+def _labelled(desc: Optional[DescribeAppResponse], *comments: str) -> Optional[DescribeAppResponse]:
+    """``desc`` with the labels of its job comment(s) (later ones win) in its metadata."""
+    if desc is not None:
+        for comment in comments:
+            desc.metadata.update(comment_labels(comment))
+    return desc
 
 
 def _signature(comps: Iterable[Component]) -> tuple[tuple[str, str], ...]:

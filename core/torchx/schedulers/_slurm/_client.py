@@ -91,6 +91,31 @@ class SlurmClient:
         argv = ["sacct", "-X", "--parsable2", "--noheader", "--format=JobID,JobName,State"]
         return self.run([*argv, f"--starttime={start}"]).stdout.splitlines()
 
+    def sacct_comments(self, days: int) -> list[str]:
+        """``JobID|State|Comment`` of the allocations of the last ``days`` days (this user)."""
+        start = (datetime.now() - timedelta(days=days)).strftime("%Y-%m-%dT%H:%M:%S")
+        argv = ["sacct", "-X", "--parsable2", "--noheader", "--format=JobID,State,Comment"]
+        return self.run([*argv, f"--starttime={start}"]).stdout.splitlines()
+
+    def set_comment(self, job_id: str, comment: str, live: bool) -> None:
+        """Replaces the comment of job ``job_id`` (one argv word each: no shell, no quoting).
+
+        A job the controller still runs is updated there (``scontrol update``), which tells
+        accounting too; an ended one (or one that ended meanwhile) in accounting
+        (``sacctmgr modify job``).
+
+        Raises:
+            SlurmCommandError: neither command could change it.
+        """
+        if live:
+            try:
+                self.run(["scontrol", "update", f"JobId={job_id}", f"Comment={comment}"])
+                return
+            except SlurmCommandError:
+                pass  # ended meanwhile: accounting holds it now
+        where = ["where", f"JobID={job_id}", "set", f"Comment={comment}"]
+        self.run(["sacctmgr", "-i", "modify", "job", *where])
+
     def scancel(self, job_id: str) -> None:
         """Cancels every component of ``job_id``."""
         self.run(["scancel", job_id])

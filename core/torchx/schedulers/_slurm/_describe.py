@@ -31,7 +31,7 @@ __all__ = [
     "merge_steps",
 ]
 
-SACCT_FIELDS = "JobID,JobName,State,ExitCode,NodeList,WorkDir,Reason"
+SACCT_FIELDS = "JobID,JobName,State,ExitCode,NodeList,WorkDir,Reason,Comment"
 """The ``sacct --format`` the parsers below read (``--parsable2 --noheader``)."""
 
 
@@ -48,6 +48,7 @@ class Component:
     restarts: int = 0
     exit_code: str = ""
     step_state: str = ""  # the replica's srun step (sacct only): tells failed from stopped
+    comment: str = ""  # the job comment (where the app's labels are)
 
     @property
     def app_state(self) -> AppState:
@@ -90,6 +91,7 @@ def components_from_squeue(jobs: Iterable[Mapping[str, Any]], app_id: str) -> li
                 nodes=str(job.get("nodes", "") or ""),
                 workdir=str(job.get("current_working_directory", "") or ""),
                 restarts=_int(job.get("restart_cnt")),
+                comment=str(job.get("comment", "") or ""),
             )
         )
     return sorted(out, key=lambda c: c.offset)
@@ -125,8 +127,9 @@ def components_from_sacct(lines: Iterable[str], app_id: str) -> tuple[list[Compo
             if not attempts or offset in attempts[-1]:
                 attempts.append({})
             attempts[-1][offset] = Component(
-                offset, name, state, reason, nodes, workdir, exit_code=exit_code
-            )
+                offset, name, state, reason, nodes, workdir, exit_code=exit_code,
+                comment="|".join(cols[7:]),  # last: a comment may hold `|`
+            )  # fmt: skip
         elif step.isdigit() and attempts and offset in attempts[-1]:
             attempts[-1][offset].step_state = state  # the last srun step wins
             attempts[-1][offset].exit_code = exit_code

@@ -12,7 +12,7 @@ __all__ = ["SlurmOpts"]
 
 @dataclass
 class SlurmOpts(StructuredOpts):
-    """Run options of ``slurm`` (TorchX's, plus ``exclusive`` and ``nomem``)."""
+    """Run options of ``slurm`` (TorchX's, plus ``exclusive``, ``nomem`` and ``env_allow``)."""
 
     account: Optional[str] = None
     """The account to use for the slurm job."""
@@ -51,3 +51,8 @@ class SlurmOpts(StructuredOpts):
 
     nomem: bool = False
     """Do not request memory (--mem); also automatic when the partition has <= 1000 MB."""
+
+    env_allow: Optional[list[str]] = None
+    """glob patterns (* and ?) of the only submitter environment variables the job gets, e.g.
+    HOME;WANDB_* (sbatch --export with their names; PATH is always kept; the role env and
+    SLURM_* are added); unset: the job gets the submitter's whole environment (TorchX)"""

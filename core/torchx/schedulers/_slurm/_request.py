@@ -16,7 +16,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Optional
 
+from torchx.schedulers._slurm._labels import comment_with_labels
 from torchx.schedulers._slurm._opts import SlurmOpts
+from torchx.schedulers.labels import app_labels
 from torchx.specs.api import NULL_RESOURCE, AppDef, Resource, RetryPolicy, Role, macros
 
 __all__ = [
@@ -156,6 +158,19 @@ class SlurmBatchRequest:
     replicas: dict[str, SlurmReplicaRequest]
     job_dir: Optional[str]
     max_retries: int
+    exported: Optional[list[str]] = None
+    """The names ``sbatch --export`` passes (``env_allow``); None: the whole environment."""
+
+    def _step_export(self) -> str:
+        """The script line that gives the ``srun`` step exactly the exported variables.
+
+        ``sbatch --export=NAMES`` sets ``SLURM_EXPORT_ENV=NAMES`` in the job, which ``srun``
+        applies to its step: the line adds the variables the script itself exports.
+        """
+        if self.exported is None:
+            return ""
+        names = [*self.exported, "PYTHONUNBUFFERED", "TORCHX_MAX_RETRIES"]
+        return f"export SLURM_EXPORT_ENV={','.join(names)}\n"
 
     def materialize(self) -> str:
         """Returns the batch script (byte-stable for a given request)."""
@@ -179,7 +194,7 @@ set -eu
 export PYTHONUNBUFFERED=1
 export SLURM_UNBUFFEREDIO=1
 export TORCHX_MAX_RETRIES={self.max_retries}
-
+{self._step_export()}
 set +e
 srun {srun}
 exitcode=$?
@@ -219,15 +234,24 @@ def _check_retries(app: AppDef) -> int:
 
 
 def build_request(
-    app: AppDef, cfg: SlurmOpts, nomem: bool, gpus_per_node: bool = True
+    app: AppDef,
+    cfg: SlurmOpts,
+    nomem: bool,
+    gpus_per_node: bool = True,
+    exported: Optional[list[str]] = None,
 ) -> SlurmBatchRequest:
     """Renders ``app`` into the batch request (no Slurm command runs).
+
+    The app's labels (``AppDef.metadata``, :mod:`torchx.schedulers.labels`) go into the job
+    comment after ``cfg.comment`` (:mod:`torchx.schedulers._slurm._labels`).
 
     Args:
         app: the app; every replica of every role becomes one heterogeneous component.
         cfg: the run options.
         nomem: do not request memory (``cfg.nomem``, or a partition with <= 1000 MB).
         gpus_per_node: request GPUs per node (Slurm >= 24.11 style) rather than per task.
+        exported: the names of the submitter's variables the job gets (``--export``; empty:
+            ``--export=NONE``); None: all of them (no ``--export``, TorchX's behaviour).
 
     Raises:
         ValueError: the app has no replica at all.
@@ -253,10 +277,17 @@ def build_request(
     if not replicas:
         raise ValueError(f"app `{app.name}` has no replica to run; give a role num_replicas >= 1")
     cmd = ["sbatch", "--parsable"]
+    comment = comment_with_labels(cfg.comment, app_labels(app.metadata))
     for key in ("comment", "mail_user", "mail_type", "account"):
-        value = getattr(cfg, key)
+        value = comment if key == "comment" else getattr(cfg, key)
         if value is not None:
             cmd.append(f"--{key.replace('_', '-')}={value}")
+    if exported is not None:
+        cmd.append(f"--export={','.join(exported) or 'NONE'}")
     return SlurmBatchRequest(
-        cmd=cmd, replicas=replicas, job_dir=cfg.job_dir, max_retries=_check_retries(app)
+        cmd=cmd,
+        replicas=replicas,
+        job_dir=cfg.job_dir,
+        max_retries=_check_retries(app),
+        exported=exported,
     )
