@@ -137,7 +137,8 @@ def set_app_labels(runner: Runner, app_handle: str, labels: Mapping[str, object]
     Later :func:`find_apps` calls (from any process) and ``describe`` see them. ``kubernetes``
     patches the app's Jobs (plain mode) or Volcano Job; ``local_docker`` keeps each added
     label on a marker volume next to the containers (their labels cannot change), removed
-    with the app.
+    with the app; ``slurm`` rewrites the job comment (``scontrol update``, ``sacctmgr`` once
+    the job has ended).
 
     Args:
         runner: the runner.

@@ -14,8 +14,8 @@ container labels; ``kubernetes``: Job and pod labels) and return them in
 ``Scheduler.set_app_labels(app_id, labels)`` adds labels to an app after launch
 (:func:`~torchx.runner.labels.set_app_labels`; ``kubernetes`` patches the Jobs or the Volcano
 Job, ``local_docker`` keeps them on marker volumes); ``describe`` and ``list_by_labels`` then
-return them with the others. Adding labels to a new scheduler (e.g. ``slurm``, in the job's
-``--comment``) means exactly these four steps.
+return them with the others (``slurm`` keeps them in the job comment). Adding labels to a new
+scheduler means exactly these four steps.
 
 Keys and values are valid Kubernetes label names and values (at most 63 characters of
 ``[A-Za-z0-9-_.]``, alphanumeric at both ends): :func:`label_value` turns any string into
