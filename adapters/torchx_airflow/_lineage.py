@@ -21,6 +21,13 @@ The listener's run of the task is the OpenLineage parent of the app: before ``ex
 (``namespace/job/run id``), so a trainer's own OpenLineage events (``openlineage-python``,
 dbt, Spark wrappers) link back to the task. A value the task sets in ``env`` wins.
 
+The listener runs the extraction in a forked process (default) or a thread
+(``[openlineage] execute_in_thread``). The lineage URIs' Jinja, the connection and the roles
+are read when the task's templates are rendered, in the task's own process; only the XCom
+reads of COMPLETE/FAIL (and a FAIL's status call) happen in the listener's process. Under
+``airflow dags test`` a forked process cannot reach the in-process API (its COMPLETE/FAIL
+event is lost after ``[openlineage] execution_timeout``): use ``execute_in_thread``.
+
 Nothing here imports OpenLineage at module level: the facets live in ``_lineage_facets``.
 """
 
@@ -47,15 +54,16 @@ def _lineage_enabled(op: Any) -> bool:
     """Whether the OpenLineage listener emits events for ``op`` (provider installed, on)."""
     try:
         from airflow.providers.openlineage import conf
-        from airflow.providers.openlineage.utils.utils import (
-            is_operator_disabled,
-            is_selective_lineage_enabled,
-        )
     except ImportError:
         return False
-    if conf.is_disabled() or is_operator_disabled(op):
+    if conf.is_disabled():
         return False
-    return bool(is_selective_lineage_enabled(op))
+    from airflow.providers.openlineage.utils.utils import (
+        is_operator_disabled,
+        is_selective_lineage_enabled,
+    )
+
+    return not is_operator_disabled(op) and bool(is_selective_lineage_enabled(op))
 
 
 def parent_env(op: Any, ti: Any) -> dict[str, str]:
@@ -104,6 +112,23 @@ class LineageMixin:
         super().__init__(*args, **kwargs)
         self.lineage_inputs = [str(u) for u in lineage_inputs or ()]
         self.lineage_outputs = [str(u) for u in lineage_outputs or ()]
+        self._lineage_facts: Optional[dict[str, Any]] = None
+
+    def render_template_fields(self, context: Context, jinja_env: Any = None) -> None:
+        """Renders the templated fields, then reads what the lineage needs (when it is on).
+
+        The lineage URIs' Jinja, the connection and the AppDef's roles are read here, in the
+        task's process, so the listener's forked process makes no API call for them.
+
+        Args:
+            context: the task's context.
+            jinja_env: the Jinja environment.
+        """
+        super().render_template_fields(context, jinja_env)  # type: ignore[misc]
+        if _lineage_enabled(self):
+            from torchx_airflow._lineage_facets import task_facts
+
+            self._lineage_facts = task_facts(self, context)
 
     def pre_execute(self, context: Context) -> None:
         """Adds the OpenLineage parent variables to ``env`` when OpenLineage is on.
@@ -127,7 +152,7 @@ class LineageMixin:
             context: Any = get_current_context()
         except Exception:  # outside a task run (e.g. a unit test): nothing to render with
             context = None
-        return operator_lineage(self, context, {})
+        return operator_lineage(self, context, {}, known=self._lineage_facts)
 
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> OperatorLineage:
         """Lineage of a succeeded task: the app from its ``return_value`` XCom.
@@ -138,7 +163,8 @@ class LineageMixin:
         from torchx_airflow._lineage_facets import operator_lineage
 
         xcom = _pull(task_instance, "return_value")
-        return operator_lineage(self, _context_of(task_instance), xcom or {})
+        context = _context_of(task_instance) if self._lineage_facts is None else None
+        return operator_lineage(self, context, xcom or {}, known=self._lineage_facts)
 
     def get_openlineage_facets_on_failure(self, task_instance: Any) -> OperatorLineage:
         """Lineage of a failed task: the app from its XComs, and the ``torchx_error`` facet.
@@ -149,7 +175,9 @@ class LineageMixin:
         from torchx_airflow._lineage_facets import operator_lineage
 
         xcom = {key: _pull(task_instance, key) for key in _FAILURE_XCOM_KEYS}
-        return operator_lineage(self, _context_of(task_instance), xcom, failed=True)
+        context = _context_of(task_instance) if self._lineage_facts is None else None
+        known = self._lineage_facts
+        return operator_lineage(self, context, xcom, failed=True, known=known)
 
 
 # ``partial()`` / ``expand()`` accept the arguments an ``__init__`` of the operator's MRO

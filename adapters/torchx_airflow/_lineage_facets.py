@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from airflow.providers.openlineage.extractors import OperatorLineage
 
     from torchx.specs.api import AppDef
+    from torchx_airflow._settings import TorchXSettings
 
 __all__ = [
     "TorchXErrorRunFacet",
@@ -26,6 +27,8 @@ __all__ = [
     "app_def",
     "operator_lineage",
     "role_facts",
+    "settings_of",
+    "task_facts",
     "to_dataset",
 ]
 
@@ -94,7 +97,20 @@ def to_dataset(uri: str) -> Dataset:
     return Dataset(namespace=f"{scheme}://{parsed.netloc}", name=parsed.path or "/")
 
 
-def app_def(op: Any) -> AppDef:
+def settings_of(op: Any) -> TorchXSettings:
+    """The operator's ``torchx`` connection settings with its own arguments on top.
+
+    Args:
+        op: the operator.
+    """
+    from torchx_airflow.hooks.torchx import TorchXHook
+
+    return TorchXHook(
+        op.torchx_conn_id, scheduler=op.scheduler, scheduler_cfg=op.scheduler_cfg
+    ).settings
+
+
+def app_def(op: Any, settings: TorchXSettings) -> AppDef:
     """The AppDef the operator launches, without its ``env`` (no scheduler call, no build).
 
     Built like the launch builds it (``torchx.runner.launch.build_app`` with the connection's
@@ -103,13 +119,11 @@ def app_def(op: Any) -> AppDef:
 
     Args:
         op: the operator.
+        settings: its connection settings (:func:`settings_of`).
     """
     from torchx.runner.launch import LaunchRequest, build_app
     from torchx_airflow.hooks.torchx import TorchXHook
 
-    settings = TorchXHook(
-        op.torchx_conn_id, scheduler=op.scheduler, scheduler_cfg=op.scheduler_cfg
-    ).settings
     runner = TorchXHook.make_runner(settings)
     request = LaunchRequest(
         component=op.component,
@@ -152,11 +166,10 @@ def role_facts(app: AppDef) -> list[dict[str, Any]]:
     return facts
 
 
-def _render(op: Any, context: Any, items: Iterable[str], app_id: Optional[str]) -> list[str]:
-    """Renders lineage URIs: Jinja with ``context``, then ``${app_id}``.
+def _render(op: Any, context: Any, items: Iterable[str]) -> list[str]:
+    """Renders the Jinja of lineage URIs with ``context`` (``${app_id}`` is kept).
 
-    An item that cannot be rendered yet (no context for its Jinja, no app id for its
-    ``${app_id}``) is left out.
+    An item whose Jinja cannot be rendered (no context, an error) is left out.
     """
     out = []
     for item in items:
@@ -169,13 +182,56 @@ def _render(op: Any, context: Any, items: Iterable[str], app_id: Optional[str]) 
             except Exception as e:
                 op.log.warning("OpenLineage: cannot render %r: %s", item, e)
                 continue
-        if _APP_ID_MACRO in text:
-            if not app_id:
-                continue
-            text = text.replace(_APP_ID_MACRO, app_id)
         if text:
             out.append(text)
     return out
+
+
+def _with_app_id(items: Iterable[str], app_id: Optional[str]) -> list[str]:
+    """``items`` with ``${app_id}`` replaced; those that need an unknown app id left out."""
+    out = []
+    for item in items:
+        if _APP_ID_MACRO in item:
+            if not app_id:
+                continue
+            item = item.replace(_APP_ID_MACRO, app_id)
+        out.append(item)
+    return out
+
+
+def _roles(op: Any, settings: Optional[TorchXSettings]) -> list[dict[str, Any]]:
+    if settings is None:
+        return []
+    try:
+        return role_facts(app_def(op, settings))
+    except Exception as e:  # the lineage never fails the task; the launch says what is wrong
+        op.log.warning("OpenLineage: cannot build the AppDef for the torchx facet: %s", e)
+        return []
+
+
+def task_facts(op: Any, context: Any) -> dict[str, Any]:
+    """What the lineage needs from the connection and the Jinja context, read in advance.
+
+    ``{"inputs", "outputs", "roles", "settings"}``: the rendered lineage URIs (with
+    ``${app_id}`` kept), the roles' facts and the connection settings (None when unreadable).
+    Read in the task's process when its templates are rendered, so that a listener running in
+    a forked process makes no API call for them.
+
+    Args:
+        op: the operator.
+        context: the task's template context.
+    """
+    try:
+        settings: Optional[TorchXSettings] = settings_of(op)
+    except Exception as e:
+        op.log.warning("OpenLineage: cannot read the torchx connection: %s", e)
+        settings = None
+    return {
+        "inputs": _render(op, context, op.lineage_inputs),
+        "outputs": _render(op, context, op.lineage_outputs),
+        "roles": _roles(op, settings),
+        "settings": settings,
+    }
 
 
 def _asset_uris(assets: Iterable[Any]) -> list[str]:
@@ -190,16 +246,9 @@ def _datasets(uris: Iterable[str]) -> list[Dataset]:
     return list(seen.values())
 
 
-def _run_facet(op: Any, xcom: Mapping[str, Any]) -> TorchXRunFacet:
-    settings_scheduler = op.scheduler
-    roles: list[dict[str, Any]] = []
-    try:
-        app = app_def(op)
-        roles = role_facts(app)
-    except Exception as e:  # the lineage never fails the task; the launch says what is wrong
-        op.log.warning("OpenLineage: cannot build the AppDef for the torchx facet: %s", e)
+def _run_facet(op: Any, xcom: Mapping[str, Any], roles: list[dict[str, Any]]) -> TorchXRunFacet:
     handle = xcom.get("app_handle")
-    scheduler = settings_scheduler or (str(handle).split("://", 1)[0] if handle else None)
+    scheduler = op.scheduler or (str(handle).split("://", 1)[0] if handle else None)
     return TorchXRunFacet(
         scheduler=scheduler or "local_cwd",
         component=op.component,
@@ -211,7 +260,9 @@ def _run_facet(op: Any, xcom: Mapping[str, Any]) -> TorchXRunFacet:
     )
 
 
-def _error_facet(op: Any, xcom: Mapping[str, Any]) -> TorchXErrorRunFacet:
+def _error_facet(
+    op: Any, xcom: Mapping[str, Any], settings: Optional[TorchXSettings]
+) -> TorchXErrorRunFacet:
     """The error of a failed task's app: its state and error summary (one status call)."""
     handle, state = xcom.get("app_handle"), xcom.get("state")
     if not handle:
@@ -220,10 +271,7 @@ def _error_facet(op: Any, xcom: Mapping[str, Any]) -> TorchXErrorRunFacet:
     try:
         from torchx_airflow.hooks.torchx import TorchXHook
 
-        settings = TorchXHook(
-            op.torchx_conn_id, scheduler=op.scheduler, scheduler_cfg=op.scheduler_cfg
-        ).settings
-        status = TorchXHook.make_runner(settings).status(handle)
+        status = TorchXHook.make_runner(settings or settings_of(op)).status(handle)
         summary = status.error_summary() if status is not None else ""
         if summary:
             message = f"{message}: {summary}"
@@ -233,7 +281,12 @@ def _error_facet(op: Any, xcom: Mapping[str, Any]) -> TorchXErrorRunFacet:
 
 
 def operator_lineage(
-    op: Any, context: Any, xcom: Mapping[str, Any], *, failed: bool = False
+    op: Any,
+    context: Any,
+    xcom: Mapping[str, Any],
+    *,
+    failed: bool = False,
+    known: Optional[Mapping[str, Any]] = None,
 ) -> OperatorLineage:
     """The ``OperatorLineage`` of ``op`` at start (empty ``xcom``), success or failure.
 
@@ -242,15 +295,17 @@ def operator_lineage(
         context: the task's template context (None: Jinja items are left out).
         xcom: what the task pushed: ``app_handle``, ``app_id``, ``state``, ``ui_url``.
         failed: add the ``torchx_error`` facet.
+        known: :func:`task_facts` read earlier (None: read them now).
     """
     from airflow.providers.openlineage.extractors import OperatorLineage
 
+    facts = known if known is not None else task_facts(op, context)
     app_id = xcom.get("app_id")
-    inputs = _render(op, context, op.lineage_inputs, app_id) + _asset_uris(op.inlets)
-    outputs = _render(op, context, op.lineage_outputs, app_id) + _asset_uris(op.outlets)
-    run_facets: dict[str, RunFacet] = {"torchx": _run_facet(op, xcom)}
+    inputs = _with_app_id(facts["inputs"], app_id) + _asset_uris(op.inlets)
+    outputs = _with_app_id(facts["outputs"], app_id) + _asset_uris(op.outlets)
+    run_facets: dict[str, RunFacet] = {"torchx": _run_facet(op, xcom, facts["roles"])}
     if failed:
-        run_facets["torchx_error"] = _error_facet(op, xcom)
+        run_facets["torchx_error"] = _error_facet(op, xcom, facts["settings"])
     return OperatorLineage(
         inputs=_datasets(inputs), outputs=_datasets(outputs), run_facets=run_facets
     )

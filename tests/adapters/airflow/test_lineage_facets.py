@@ -32,14 +32,28 @@ def _airflow(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
 
 
 def operator(**kwargs: Any) -> Any:
-    """A TorchXOperator with the lineage mixin (whether or not it is already a base)."""
-    from torchx_airflow._lineage import LineageMixin
     from torchx_airflow.operators.torchx import TorchXOperator
 
-    cls: Any = TorchXOperator
-    if not issubclass(TorchXOperator, LineageMixin):
-        cls = type("LineageTorchXOperator", (LineageMixin, TorchXOperator), {})
-    return cls(task_id="train", torchx_conn_id=None, **kwargs)
+    return TorchXOperator(task_id="train", torchx_conn_id=None, **kwargs)
+
+
+@pytest.fixture
+def openlineage_on(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> Iterator[None]:
+    """A file transport configured (the provider's settings are cached: cleared around)."""
+    from airflow.providers.openlineage import conf
+
+    def clear() -> None:
+        for fn in vars(conf).values():
+            if hasattr(fn, "cache_clear"):
+                fn.cache_clear()
+
+    transport = '{"type": "file", "log_file_path": "%s"}' % (tmp_path / "events")
+    monkeypatch.setenv("AIRFLOW__OPENLINEAGE__TRANSPORT", transport)
+    clear()
+    assert not conf.is_disabled()
+    yield
+    monkeypatch.delenv("AIRFLOW__OPENLINEAGE__TRANSPORT")
+    clear()
 
 
 class FakeTI:
@@ -183,6 +197,37 @@ def test_uri_to_dataset(uri: str, expected: tuple[str, str]) -> None:
 
     ds = to_dataset(uri)
     assert (ds.namespace, ds.name) == expected
+
+
+def test_rendering_reads_the_lineage_facts_so_the_listener_needs_no_api_call(
+    openlineage_on: None,
+) -> None:
+    op = operator(
+        component="dist.ddp",
+        component_args=DDP,
+        lineage_inputs=["{{ params.workdir }}/data"],
+        lineage_outputs=["s3://ckpt/{{ run_id }}/${app_id}"],
+    )
+    op.render_template_fields({"run_id": "manual__1", "params": {"workdir": "/w"}})
+    started = op.get_openlineage_facets_on_start()  # no context outside a task run
+    assert [(d.namespace, d.name) for d in started.inputs] == [("file", "/w/data")]
+    assert started.outputs == []  # no app id yet
+    assert started.run_facets["torchx"].roles[0]["replicas"] == 2
+
+    class NoContextTI(FakeTI):
+        def get_template_context(self) -> dict[str, Any]:
+            raise AssertionError("the rendered facts are used")
+
+    done = op.get_openlineage_facets_on_complete(
+        NoContextTI({"return_value": {"app_handle": "local_cwd://torchx/ddp-x", "app_id": "ddp-x"}})
+    )
+    assert [(d.namespace, d.name) for d in done.outputs] == [("s3://ckpt", "manual__1/ddp-x")]
+
+
+def test_rendering_reads_nothing_when_openlineage_is_off() -> None:
+    op = operator(component="utils.echo", lineage_inputs=["{{ params.x }}"])
+    op.render_template_fields({"params": {"x": "/x"}})
+    assert op._lineage_facts is None
 
 
 def test_no_parent_env_when_openlineage_is_off() -> None:
