@@ -216,7 +216,7 @@ class LocalScheduler(Scheduler[Mapping[str, CfgVal]]):
             cuda = cuda_assignments(app, self._cuda_device_count)
         app_dir = str(self._state_root() / self.session_name / app_id)
         settings = RequestSettings(
-            app_id, app_log_dir, self._extra_paths, opts.prepend_cwd, cuda, app_dir
+            app_id, app_log_dir, self._extra_paths, opts.prepend_cwd, cuda, app_dir, opts.env_allow
         )
         provider = self._image_provider_class(cfg)  # type: ignore[call-arg]
         request = PopenRequest(

@@ -11,6 +11,7 @@ from typing import Any, Optional
 
 from torchx.schedulers._local._images import ImageProvider, ReplicaParam
 from torchx.schedulers._local._protocol import MARKER_ENV
+from torchx.schedulers._local._wire import glob_match
 from torchx.specs.api import AppDef, Role, macros
 
 __all__ = [
@@ -64,6 +65,7 @@ class RequestSettings:
     prepend_cwd: bool
     cuda: dict[tuple[str, int], str]
     app_dir: str = ""
+    env_allow: Optional[list[str]] = None
 
 
 def join_path(*paths: Optional[str]) -> str:
@@ -96,7 +98,7 @@ def replica_env(
         role.env.get("PATH"),
         None if settings.prepend_cwd else cwd,
     )
-    if "PYTHONUNBUFFERED" not in os.environ:
+    if not _inherits("PYTHONUNBUFFERED", settings.env_allow):
         env.setdefault("PYTHONUNBUFFERED", "x")
     env["TORCHX_RANK0_HOST"] = "localhost"
     env[MARKER_ENV] = settings.app_dir
@@ -108,6 +110,13 @@ def replica_env(
     if devices is not None:
         env[ENV_CUDA_VISIBLE_DEVICES] = devices
     return env
+
+
+def _inherits(name: str, allow: Optional[list[str]]) -> bool:
+    """Whether the replicas inherit the launcher's ``name`` (set, and allowed by ``env_allow``)."""
+    if name not in os.environ:
+        return False
+    return allow is None or any(glob_match(name, p) for p in allow)
 
 
 def build_role_params(

@@ -152,3 +152,17 @@ def test_env_allow_is_recorded_as_patterns_only(monkeypatch: pytest.MonkeyPatch)
 
 def _role() -> Role:
     return Role("w", "unused", entrypoint="true", resource=Resource(1, 0, 64))
+
+
+@pytest.mark.parametrize(
+    ("cfg", "recorded"), [("", None), ("env_allow=", "x"), ("env_allow=PY*", None)]
+)
+def test_replicas_stay_unbuffered_when_the_launchers_setting_is_not_inherited(
+    cfg: str, recorded: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PYTHONUNBUFFERED", "1")
+    with get_runner() as runner:
+        parsed = runner.cfg_from_str("local_cwd", cfg)
+        info = runner.dryrun(AppDef("x", roles=[_role()]), "local_cwd", cfg=parsed)
+    (param,) = info.request.role_params["w"]
+    assert param.env.get("PYTHONUNBUFFERED") == recorded
