@@ -201,3 +201,60 @@ def test_without_a_transport_replicas_get_no_parent(
     summary, output = run_dag(env, dag_file, "nool")
     assert summary["state"] == "success", output[-3000:]
     assert json.loads(seen_env.read_text()) == {}
+
+
+PIPELINE = """
+name: olpipe
+params:
+  workdir: {default: WORKDIR}
+steps:
+  make:
+    component: utils.python
+    args: ["-c", "import sys; open(sys.argv[1], 'w').write('rows')", "{{ params.workdir }}/data.txt"]
+    outputs:
+      data: "{{ params.workdir }}/data.txt"
+      ckpt: "{{ params.workdir }}/ckpt/{{ steps.make.app_id }}"
+  use:
+    component: utils.python
+    args:
+      - -c
+      - "import sys; print(open(sys.argv[1]).read(), sys.argv[2])"
+      - "{{ steps.make.outputs.data }}"
+      - "{{ steps.make.outputs.ckpt }}"
+    outputs:
+      report: "s3://reports/{{ steps.make.app_id }}/{{ steps.use.app_id }}.json"
+"""
+
+
+def test_pipeline_steps_declared_outputs_are_the_lineage(write_dag, ol_env, tmp_path: Path) -> None:
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    pipeline = tmp_path / "olpipe.yaml"
+    pipeline.write_text(PIPELINE.replace("WORKDIR", str(workdir)))
+    dag_file = write_dag(
+        f"""
+        from torchx.workflow import load_pipeline
+        from torchx_airflow import dag_from_pipeline
+        from torchx_airflow._lineage_pipeline import step_lineage
+
+        pipeline = load_pipeline({str(pipeline)!r})
+        dag = dag_from_pipeline(
+            pipeline, task_kwargs={{n: step_lineage(pipeline, n) for n in pipeline.steps}}
+        )
+        """
+    )
+    summary, output = run_dag(ol_env, dag_file, "olpipe")
+    assert summary["state"] == "success", output[-3000:]
+    make = summary["tasks"]["make"]["xcom"]["return_value"]["app_id"]
+    use = summary["tasks"]["use"]["xcom"]["return_value"]["app_id"]
+    made = task_events(tmp_path, "olpipe.make")["COMPLETE"]
+    assert datasets(made, "outputs") == [
+        ("file", f"{workdir}/data.txt"),
+        ("file", f"{workdir}/ckpt/{make}"),
+    ]
+    used = task_events(tmp_path, "olpipe.use")["COMPLETE"]
+    assert datasets(used, "inputs") == [
+        ("file", f"{workdir}/data.txt"),
+        ("file", f"{workdir}/ckpt/{make}"),
+    ]
+    assert datasets(used, "outputs") == [("s3://reports", f"{make}/{use}.json")]

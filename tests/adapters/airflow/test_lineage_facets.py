@@ -244,3 +244,23 @@ def test_importing_the_operator_does_not_import_openlineage() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_pipeline_step_lineage_of_the_example_pipeline() -> None:
+    from pathlib import Path
+
+    from torchx.workflow import load_pipeline
+    from torchx_airflow._lineage_pipeline import step_lineage
+
+    root = Path(__file__).resolve().parents[3]
+    pipeline = load_pipeline(root / "examples" / "pipeline.yaml")
+    assert step_lineage(pipeline, "train") == {
+        "lineage_inputs": [],
+        "lineage_outputs": ["{{ params.workdir }}/out/${app_id}/model.pt"],
+    }
+    per_run = {"workdir": "{{ params.workdir }}/{{ run_id }}"}
+    assert step_lineage(pipeline, "evaluate", per_run)["lineage_inputs"] == [
+        "{{ params.workdir }}/{{ run_id }}/out/"
+        "{{ ti.xcom_pull(task_ids='train')['app_id'] }}/model.pt",
+        "{{ params.workdir }}/{{ run_id }}/data/dataset.json",
+    ]
