@@ -13,7 +13,15 @@ from collections.abc import Generator, Iterator
 from pathlib import Path
 
 import pytest
-from _infra import docker_host, in_ci, k8s_cluster, missing, registry, slurm_conf
+from _infra import (
+    docker_host,
+    in_ci,
+    k8s_cluster,
+    k8s_current_cluster,
+    missing,
+    registry,
+    slurm_conf,
+)
 
 _INFRA_ENV = pytest.StashKey[pytest.MonkeyPatch]()
 
@@ -56,6 +64,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     for marker, probe, var in (
         ("docker", docker_host, "DOCKER_HOST"),
         ("k8s", k8s_cluster, "KUBECONFIG"),
+        ("k8s_current", k8s_current_cluster, "KUBECONFIG"),
         ("registry", registry, "TORCHX_FLOW_REGISTRY"),
         ("slurm", slurm_conf, "SLURM_CONF"),
     ):
@@ -125,7 +134,7 @@ def _xdist_group(item: pytest.Item) -> str:
     module = item.path.stem
     if module.startswith(_STACK_MODULES):
         return "stack"
-    for marker in ("k8s", "slurm"):
+    for marker in ("k8s", "k8s_current", "slurm"):
         if item.get_closest_marker(marker) is not None:
             return marker
     return str(item.path)
