@@ -149,8 +149,10 @@ class TorchXJobTrigger(BaseTrigger):
 
     def _log_reason(self, status: AppStatus) -> None:
         """Logs each new reason a running app gives (why it, or a replica, waits to start)."""
+        from torchx.specs import NONE
+
         msg = (status.msg or "").strip()
-        if status.is_terminal() or not msg or msg in self._reasons:
+        if status.is_terminal() or not msg or msg == NONE or msg in self._reasons:
             return
         self._reasons.add(msg)
         self.log.info("TorchX app %s is %s: %s", self.app_handle, status.state.name, msg)
