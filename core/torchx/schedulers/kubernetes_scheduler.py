@@ -11,6 +11,8 @@ Two modes, chosen with the ``mode`` run option:
   ``queue`` is required. Rank 0 is reached through ``VC_{ROLE0}_0_HOSTS`` set by Volcano's
   ``svc`` plugin.
 - ``plain``: standard ``batch/v1`` Jobs plus a headless Service; no Volcano needed.
+- ``jobset``: one ``jobset.x-k8s.io`` JobSet (an Indexed Job per role); needs JobSet.
+  In plain and jobset modes ``queue`` names a Kueue LocalQueue (docs/kubernetes.md).
 
 ``torchx run -s kubernetes --workspace "" --dryrun -cfg queue=default,validate_spec=False ...``
 prints the manifest without contacting the cluster or a Docker engine (a workspace is built into
@@ -31,9 +33,10 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Optional
 
-from torchx.schedulers._kubernetes._opts import MODE_PLAIN, Opts
+from torchx.schedulers._kubernetes._opts import MODE_JOBSET, MODE_PLAIN, Opts
 from torchx.schedulers._kubernetes.client import api_server_errors, load_api_client
 from torchx.schedulers._kubernetes.extras import add_pod_extras, parse_toleration
+from torchx.schedulers._kubernetes.jobset_ops import JobSetOps
 from torchx.schedulers._kubernetes.names import (
     ANNOTATION_ISTIO_SIDECAR,
     LABEL_APP_NAME,
@@ -122,6 +125,8 @@ def _replica_pod(app: AppDef, app_id: str, settings: Settings, replica: Replica)
         settings.efa_device_count,
     )
     add_pod_extras(pod, settings.image_pull_secrets, settings.tolerations)
+    for container in pod.spec.containers:
+        container.image_pull_policy = settings.image_pull_policy or None
     overlay = get_overlay(replica.role, "kubernetes", "V1Pod")
     if overlay:
         _apply_pod_overlay(pod, overlay)
@@ -238,10 +243,12 @@ class KubernetesScheduler(AppQueries, DockerWorkspaceMixin, Scheduler[Mapping[st
 
     def _modes(self) -> builtins.list[Mode]:
         """Every mode, volcano first (see ``_kubernetes.modes``)."""
-        return [VolcanoOps(self._api_client), self._plain()]
+        return [VolcanoOps(self._api_client), self._plain(), JobSetOps(self._api_client)]
 
     def _mode(self, name: str) -> Mode:
         """The mode the ``mode`` run option names."""
+        if name == MODE_JOBSET:
+            return JobSetOps(self._api_client)
         return self._plain() if name == MODE_PLAIN else VolcanoOps(self._api_client)
 
     def _plain(self) -> PlainOps:

@@ -9,12 +9,25 @@ from torchx.schedulers._api_opts import StructuredOpts
 from torchx.schedulers._kubernetes.names import RESERVED_MEMMB, RESERVED_MILLICPU
 from torchx.specs.api import InvalidRunConfigException
 
-__all__ = ["MODES", "MODE_PLAIN", "MODE_VOLCANO", "RANK0_ADDRESSES", "Opts"]
+__all__ = [
+    "IMAGE_PULL_POLICIES",
+    "MODES",
+    "MODE_JOBSET",
+    "MODE_PLAIN",
+    "MODE_VOLCANO",
+    "RANK0_ADDRESSES",
+    "STARTUP_TIMEOUT",
+    "Opts",
+]
 
 MODE_VOLCANO = "volcano"
 MODE_PLAIN = "plain"
-MODES = (MODE_VOLCANO, MODE_PLAIN)
+MODE_JOBSET = "jobset"
+MODES = (MODE_VOLCANO, MODE_PLAIN, MODE_JOBSET)
 RANK0_ADDRESSES = ("dns", "pod_ip")
+IMAGE_PULL_POLICIES = ("", "Always", "IfNotPresent", "Never")
+STARTUP_TIMEOUT = 600.0
+"""Default ``startup_timeout``: seconds a replica may wait for a reason before the app fails."""
 
 
 @dataclass
@@ -22,7 +35,8 @@ class Opts(StructuredOpts):
     """Run options of ``kubernetes``: TorchX's, in TorchX's order, then this project's."""
 
     queue: Optional[str] = None
-    """Volcano queue to schedule job in (required in volcano mode)"""
+    """Volcano queue (required in volcano mode); plain/jobset: a Kueue LocalQueue (the app is
+    created suspended and Kueue admits it)"""
 
     namespace: str = "default"
     """Kubernetes namespace to schedule job in"""
@@ -31,7 +45,8 @@ class Opts(StructuredOpts):
     """The service account name to set on the pod specs"""
 
     priority_class: Optional[str] = None
-    """The name of the PriorityClass to set on the job specs"""
+    """The name of the PriorityClass to set on the job specs (plain/jobset with `queue`: a Kueue
+    WorkloadPriorityClass)"""
 
     validate_spec: bool = True
     """Validate job spec using Kubernetes API dry-run before submission (False: offline)"""
@@ -52,7 +67,8 @@ class Opts(StructuredOpts):
     """whether to suppress verbose output for image building"""
 
     mode: str = MODE_VOLCANO
-    """`volcano` (a Volcano Job, needs Volcano) or `plain` (batch/v1 Jobs + headless Service)"""
+    """`volcano` (a Volcano Job, needs Volcano), `plain` (batch/v1 Jobs + headless Service) or
+    `jobset` (one JobSet, needs the JobSet controller)"""
 
     image_pull_secrets: list[str] = field(default_factory=list)
     """names of Secrets (docker-registry type) the pods pull their images with"""
@@ -64,6 +80,14 @@ class Opts(StructuredOpts):
     """plain mode: how replicas reach rank 0; `dns` (the headless Service's name for rank 0's pod,
     needs cluster DNS) or `pod_ip` (rank 0's Job starts first and its pod IP is passed on; for
     clusters without DNS)"""
+
+    image_pull_policy: str = ""
+    """the containers' imagePullPolicy: Always, IfNotPresent or Never; unset: Kubernetes'
+    default (Always for `:latest` or untagged images, else IfNotPresent)"""
+
+    startup_timeout: float = STARTUP_TIMEOUT
+    """plain/jobset: seconds a replica may wait with a reason (image pull error, unschedulable,
+    config error) before the app reads FAILED with that reason; 0: no limit"""
 
     def check(self) -> None:
         """Validate values that the option types alone do not constrain.
@@ -79,6 +103,14 @@ class Opts(StructuredOpts):
                 "is required in volcano mode (e.g. -cfg queue=default), or use -cfg mode=plain",
                 self.queue,
             )
+        if self.image_pull_policy not in IMAGE_PULL_POLICIES:
+            raise _invalid(
+                "image_pull_policy",
+                "must be one of Always, IfNotPresent, Never",
+                self.image_pull_policy,
+            )
+        if self.startup_timeout < 0:
+            raise _invalid("startup_timeout", "must be >= 0 seconds", self.startup_timeout)
         if self.rank0_address not in RANK0_ADDRESSES:
             raise _invalid(
                 "rank0_address", f"must be one of {', '.join(RANK0_ADDRESSES)}", self.rank0_address

@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Optional
 
+from torchx.schedulers._kubernetes.kueue import queue_note
 from torchx.schedulers._kubernetes.modes import PodFactory
 from torchx.schedulers._kubernetes.names import (
     LABEL_ORGANIZATION,
@@ -35,6 +36,7 @@ from torchx.schedulers._kubernetes.plain import (
     service_name,
 )
 from torchx.schedulers._kubernetes.plain_partial import Partial, add_missing, check
+from torchx.schedulers._kubernetes.plain_policy import apply_policies
 from torchx.schedulers._kubernetes.plain_status import (
     ReplicaView,
     app_names,
@@ -58,6 +60,11 @@ from torchx.schedulers._kubernetes.plain_submit import (
 from torchx.schedulers._kubernetes.pod_watch import await_pod_change
 from torchx.schedulers._kubernetes.request import KubernetesJob
 from torchx.schedulers._kubernetes.settings import Settings
+from torchx.schedulers._kubernetes.startup import (
+    ANNOTATION_STOPPED_REASON,
+    STARTUP_FAILED,
+    plain_startup,
+)
 from torchx.schedulers._kubernetes.waiting import events_reader
 from torchx.schedulers.api import DescribeAppResponse, ListAppResponse
 from torchx.schedulers.labels import app_labels
@@ -120,6 +127,7 @@ class PlainOps:
             lambda replica: pod(app_id, replica),
             settings.rank0_address,
         )
+        apply_policies(app, request, settings)
         return PlainJob(resource=request)
 
     @functools.cached_property
@@ -202,6 +210,9 @@ class PlainOps:
         if not is_terminal(state):
             msg, waiting = waiting_status(views, events_reader(self._core, namespace))
             errors.update(waiting)
+            expired = plain_startup(jobs, msg, now)
+            state, msg = (AppState.FAILED, expired) if expired else (state, msg)
+            msg = queue_note(self._api_client, namespace, jobs, msg)
         statuses, found = role_statuses(views, errors), roles(views)
         if partial is not None:  # submission stopped, or is still running (plain_partial)
             msg = "; ".join(m for m in (partial.msg(), msg) if m != NONE)
@@ -224,10 +235,10 @@ class PlainOps:
         controller then deletes their pods, each within its termination grace period.
         A no-op for an app that did not fail.
         """
-        jobs = self._jobs(namespace, name)
-        views = replica_views(jobs, self._pods(namespace, name))
-        if jobs and _read(jobs, views)[0] == AppState.FAILED:
-            self.stop(namespace, name, "peer-failed")
+        desc = self.describe(namespace, name)
+        if desc is not None and desc.state == AppState.FAILED:
+            timed_out = desc.msg.startswith(STARTUP_FAILED)
+            self.stop(namespace, name, "startup-timeout" if timed_out else "peer-failed", desc.msg)
 
     def list(self, namespace: str) -> list[ListAppResponse]:
         """Every plain-mode app in ``namespace`` (from its Jobs' labels and conditions)."""
@@ -320,12 +331,13 @@ class PlainOps:
         """Cancel: stop every unfinished replica, keeping the Jobs (the app reads CANCELLED)."""
         self.stop(namespace, name, "cancelled")
 
-    def stop(self, namespace: str, name: str, reason: str) -> None:
+    def stop(self, namespace: str, name: str, reason: str, detail: str = "") -> None:
         """Stop every unfinished replica: ``parallelism: 0`` plus the ``stopped`` annotation."""
-        body = {
-            "metadata": {"annotations": {ANNOTATION_STOPPED: reason}},
-            "spec": {"parallelism": 0},
+        notes = {
+            ANNOTATION_STOPPED: reason,
+            **({ANNOTATION_STOPPED_REASON: detail} if detail else {}),
         }
+        body = {"metadata": {"annotations": notes}, "spec": {"parallelism": 0}}
         for job in self._jobs(namespace, name):
             view = replica_views([job], [])[0]
             if view.state in (AppState.SUCCEEDED, AppState.FAILED) or _stopped(job):

@@ -89,8 +89,9 @@ def replica_state(job: Any, pod: Optional[Any]) -> AppState:
     """
     if _condition(job, "Complete"):
         return AppState.SUCCEEDED
-    if (job.metadata.annotations or {}).get(ANNOTATION_STOPPED):
-        return AppState.CANCELLED
+    stopped = (job.metadata.annotations or {}).get(ANNOTATION_STOPPED)
+    if stopped:
+        return AppState.FAILED if stopped == "startup-timeout" else AppState.CANCELLED
     if _condition(job, "Failed"):
         return AppState.FAILED
     return _pod_state(job, pod)
@@ -245,6 +246,9 @@ def num_restarts(views: Sequence[ReplicaView]) -> int:
 
 
 def _job_reason(job: Any) -> str:
+    detail = (job.metadata.annotations or {}).get("torchx.pytorch.org/stopped-reason")
+    if detail:
+        return str(detail)
     for c in (job.status and job.status.conditions) or []:
         if c.type == "Failed" and c.status == "True":
             return f"{c.reason}: {c.message}"

@@ -29,6 +29,9 @@ class Settings:
         namespace: where the objects go; in volcano mode, when set, pods get the handle as
             ``TORCHX_JOB_ID`` (``.../{namespace}:{name}``); None keeps TorchX's ``.../{name}``.
         rank0_address: ``dns`` or ``pod_ip`` (plain mode).
+        image_pull_policy: the containers' ``imagePullPolicy`` ("": Kubernetes' default).
+        startup_timeout: seconds a replica may wait with a reason before the app fails (plain
+            and jobset modes; 0: no limit).
     """
 
     queue: str = ""
@@ -41,6 +44,8 @@ class Settings:
     tolerations: Sequence[Any] = field(default_factory=tuple)
     namespace: Optional[str] = None
     rank0_address: str = "dns"
+    image_pull_policy: str = ""
+    startup_timeout: float = 0.0
 
     @classmethod
     def from_opts(cls, opts: Opts) -> Settings:
@@ -60,4 +65,6 @@ class Settings:
             tolerations=tuple(parse_toleration(t) for t in opts.tolerations),
             namespace=opts.namespace,
             rank0_address=opts.rank0_address,
+            image_pull_policy=opts.image_pull_policy,
+            startup_timeout=float(opts.startup_timeout),
         )

@@ -1,4 +1,4 @@
-"""Golden manifests: ``--dryrun`` YAML of the kubernetes scheduler (both modes) for fixed AppDefs.
+"""Golden manifests: ``--dryrun`` YAML of the kubernetes scheduler (every mode) for fixed AppDefs.
 
 Regenerate after an intended change with ``make goldens``
 and review the diff. The random job name and the package version are replaced by placeholders.
@@ -16,10 +16,18 @@ from _golden import check_golden
 from _k8s_apps import ddp_2x1, kitchen_sink
 
 from torchx.schedulers.kubernetes_scheduler import create_scheduler
-from torchx.specs.api import AppDef, CfgVal
+from torchx.specs.api import AppDef, CfgVal, Role
 from torchx.version import __version__
 
 GOLDEN = Path(__file__).parent / "golden"
+
+
+def echo_1() -> AppDef:
+    return AppDef(
+        name="echo",
+        roles=[Role(name="echo", image="busybox:1.36", entrypoint="echo", args=["${replica_id}"])],
+    )
+
 
 CASES: dict[str, tuple[Callable[[], AppDef], dict[str, CfgVal]]] = {
     "volcano_ddp_2x1": (ddp_2x1, {"queue": "default"}),
@@ -47,6 +55,25 @@ CASES: dict[str, tuple[Callable[[], AppDef], dict[str, CfgVal]]] = {
             "service_account": "trainer-sa",
             "image_pull_secrets": ["regcred"],
             "tolerations": ["nvidia.com/gpu:NoSchedule", "spot"],
+        },
+    ),
+    "plain_kueue_echo": (
+        echo_1,
+        {"mode": "plain", "queue": "team-a", "priority_class": "high", "startup_timeout": 120.0},
+    ),
+    "jobset_ddp_2x1": (ddp_2x1, {"mode": "jobset"}),
+    "jobset_kitchen_sink_kueue": (
+        kitchen_sink,
+        {
+            "mode": "jobset",
+            "queue": "team-a",
+            "priority_class": "high",
+            "namespace": "ml",
+            "service_account": "trainer-sa",
+            "image_pull_policy": "IfNotPresent",
+            "image_pull_secrets": ["regcred"],
+            "tolerations": ["nvidia.com/gpu:NoSchedule"],
+            "startup_timeout": 0.0,
         },
     ),
 }

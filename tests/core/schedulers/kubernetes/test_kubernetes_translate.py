@@ -364,7 +364,14 @@ def test_runopts_keep_torchx_order_then_extras() -> None:
         "efa_device_count",
         "quiet",
     ]
-    assert names[10:] == ["mode", "image_pull_secrets", "tolerations", "rank0_address"]
+    assert names[10:] == [
+        "mode",
+        "image_pull_secrets",
+        "tolerations",
+        "rank0_address",
+        "image_pull_policy",
+        "startup_timeout",
+    ]
     assert opts.get("namespace").default == "default"  # type: ignore[union-attr]
     assert opts.get("validate_spec").default is True  # type: ignore[union-attr]
 
