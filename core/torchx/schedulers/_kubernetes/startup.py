@@ -124,7 +124,7 @@ def jobset_summary(
         known = [v for v in views if v.job is not None]
         msg, error = failure(known)
         failed = jobset_condition(jobset, "Failed")
-        if msg == NONE and failed is not None:
+        if error == NONE and failed is not None:
             msg = f"JobSet failed ({failed.get('reason')}): {failed.get('message')}"
         if stopped(jobset) == "startup-timeout":
             msg = str((meta.get("annotations") or {}).get(ANNOTATION_STOPPED_REASON) or msg)
