@@ -18,9 +18,10 @@ class Settings:
     """What a mode needs besides the AppDef: queue, pod settings, namespace, rank-0 address.
 
     Attributes:
-        queue: the Volcano queue (volcano mode).
+        queue: the Volcano queue (volcano mode) or the Kueue LocalQueue (plain/jobset modes).
         service_account: the pods' service account, or None.
-        priority_class: the Volcano Job's PriorityClass, or None (volcano mode).
+        priority_class: the Volcano Job's PriorityClass (volcano mode) or the Kueue
+            WorkloadPriorityClass (plain/jobset modes with a queue), or None.
         reserved_millicpu: subtracted from each CPU request.
         reserved_memmb: subtracted from each memory request.
         efa_device_count: None keeps ``resource.devices``; 0 removes EFA; N sets it.

@@ -136,6 +136,6 @@ def jobset_summary(
         )
         if expired:
             state, msg = AppState.FAILED, expired
-    if kueue_note and not (is_terminal(state) and admitted):
+    if kueue_note and not is_terminal(state):
         msg = kueue_note if msg == NONE else f"{kueue_note}; {msg}"
     return Summary(state, msg, error, role_statuses(views, errors))
