@@ -225,7 +225,8 @@ class FollowCore:
         for replica in self._failed_replicas():
             key = replica_key(replica)
             streamed = self._streams.tails.get(key) if self._streams is not None else None
-            if streamed:
+            whole = not self._log_skip.get(key)  # else the stream saw only the log's end
+            if streamed and (whole or len(streamed) >= self._tail):
                 out[key] = list(streamed)
             else:
                 out[key] = read_tail(self.runner, self.app_handle, replica, self._tail, retry)
