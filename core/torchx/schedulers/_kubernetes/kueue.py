@@ -139,14 +139,19 @@ def workload_lister(custom: Any) -> Callable[[str], list[dict[str, Any]]]:
     return list_workloads
 
 
-def queue_note(api_client: Callable[[], Any], namespace: str, jobs: list[Any], msg: str) -> str:
-    """``msg`` with Kueue's note on plain Jobs that carry a queue label in front."""
+def queue_note(custom: Any, namespace: str, jobs: list[Any], msg: str) -> str:
+    """``msg`` with Kueue's note on plain Jobs that carry a queue label in front.
+
+    Args:
+        custom: a ``CustomObjectsApi`` (read only when a Job carries a queue label).
+        namespace: the Jobs' namespace.
+        jobs: the app's Jobs.
+        msg: the app's message so far (NONE: none).
+    """
     queued = [j for j in jobs if LABEL_KUEUE_QUEUE in (j.metadata.labels or {})]
     if not queued:
         return msg
-    from kubernetes import client
-
-    lister = workload_lister(client.CustomObjectsApi(api_client()))
+    lister = workload_lister(custom)
     _, note = workload_note(lister, namespace, [str(j.metadata.uid) for j in queued])
     if not note:
         return msg

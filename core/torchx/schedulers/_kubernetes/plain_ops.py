@@ -107,6 +107,12 @@ class PlainOps:
         return client.BatchV1Api(self._api_client())
 
     @functools.cached_property
+    def _custom(self) -> Any:  # Kueue's Workloads
+        from kubernetes import client
+
+        return client.CustomObjectsApi(self._api_client())
+
+    @functools.cached_property
     def _core(self) -> Any:
         from kubernetes import client
 
@@ -212,7 +218,7 @@ class PlainOps:
             errors.update(waiting)
             expired = plain_startup(jobs, msg, now)
             state, msg = (AppState.FAILED, expired) if expired else (state, msg)
-            msg = queue_note(self._api_client, namespace, jobs, msg)
+            msg = queue_note(self._custom, namespace, jobs, msg)
         statuses, found = role_statuses(views, errors), roles(views)
         if partial is not None:  # submission stopped, or is still running (plain_partial)
             msg = "; ".join(m for m in (partial.msg(), msg) if m != NONE)
