@@ -245,6 +245,10 @@ class JobSetOps:
             version = pods.metadata.resource_version
             await_pod_change(self._core, namespace, selector, version, left, self._sleep)
 
+    def log_container(self, role: str, k: int) -> str:
+        """The container of replica ``k`` of ``role``: one per role template."""
+        return normalize_str(role)
+
     def read_log(self) -> Callable[..., Any]:
         """``CoreV1Api.read_namespaced_pod_log`` of this client."""
         return self._core.read_namespaced_pod_log

@@ -165,5 +165,7 @@ def replica_log(
     if pod is None:
         return iter(())
     read = mode.read_log()
-    container = task_name(role, k)
+    # jobset mode: one container per role template (``JobSetOps.log_container``)
+    named = getattr(mode, "log_container", None)
+    container = named(role, k) if named is not None else task_name(role, k)
     return iter_pod_log(read, pod, namespace, container, regex, since, until, should_tail)
