@@ -8,19 +8,29 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Optional
 
 from torchx_airflow._reattach import (
+    MAX_REFUSALS,
     PROCESSED_LABEL,
     AppSlot,
     Decision,
+    compare,
     decide,
     other_host_message,
 )
+from torchx_airflow._runopts import routing_cfg
 
 if TYPE_CHECKING:
     from torchx.runner.api import Runner
     from torchx.specs.api import AppStatus
     from torchx_airflow._settings import TorchXSettings
 
-__all__ = ["Earlier", "await_submission", "find_earlier", "labelled", "mark_processed"]
+__all__ = [
+    "Earlier",
+    "await_submission",
+    "find_earlier",
+    "labelled",
+    "mark_processed",
+    "where_here",
+]
 
 SUBMISSION_POLL = 2.0
 """Seconds between two reads of an app whose submission is in progress."""
@@ -42,7 +52,6 @@ def _by_labels(
     Unprocessed: neither in the store's ``processed`` nor labelled :data:`PROCESSED_LABEL`.
     """
     from torchx.runner.labels import find_apps, supports_labels
-    from torchx_airflow._deferred import routing_cfg
 
     if not labels or not supports_labels(runner, scheduler):
         return None
@@ -60,6 +69,50 @@ def _by_labels(
     return chosen.app_handle
 
 
+def where_here(runner: Runner, settings: TorchXSettings, scheduler: str, log: Any) -> str:
+    """This process's ``torchx.runner.labels.placement`` for ``scheduler`` ("" when unknown)."""
+    if scheduler not in ("local_cwd", "local_docker"):
+        return ""  # reachable from anywhere: no engine or host to ask
+    from torchx.runner.labels import placement
+
+    try:
+        return placement(runner, scheduler, routing_cfg(runner, settings, scheduler))
+    except Exception as e:
+        log.warning("could not tell where %s apps live (%s: %s)", scheduler, type(e).__name__, e)
+        return ""
+
+
+def _elsewhere(
+    runner: Runner, slot: AppSlot, handle: str, here: str, on_other_host: str, log: Any
+) -> Optional[str]:
+    """The recorded app, or None when it cannot be followed from ``here`` and is replaced.
+
+    Raises:
+        AirflowException: the app runs on another host or engine and this try refuses.
+    """
+    record = slot.get()
+    where = compare(record.host, here) if here else "same"
+    if where == "same":
+        return handle
+    if where == "rebooted":
+        log.warning(
+            "the app of an earlier try, %s, ran on this host before it rebooted: it is gone;"
+            " launching a new app",
+            handle,
+        )
+    else:
+        message = other_host_message(handle, record.host, here)
+        if on_other_host != "launch" and record.refusals < MAX_REFUSALS:
+            from torchx_airflow.version_compat import AirflowException
+
+            count = slot.refuse()
+            raise AirflowException(f"{message} [{count} of {MAX_REFUSALS}]")
+        why = "on_other_host=launch" if on_other_host == "launch" else "refused enough"
+        log.warning("%s; launching a new app (%s)", message, why)
+    slot.mark_processed(handle)
+    return None
+
+
 def find_earlier(
     runner: Runner,
     settings: TorchXSettings,
@@ -68,6 +121,7 @@ def find_earlier(
     labels: Mapping[str, str],
     on_other_host: str,
     log: logging.Logger | Any,
+    here: str = "",
 ) -> Earlier:
     """Returns the app of an earlier try to wait for or reuse, else ``(None, None)``.
 
@@ -77,27 +131,18 @@ def find_earlier(
     vanished) is marked processed; a FAILED one also has its replicas that still run stopped
     (``Runner.enforce_fail_fast``: a failed try may not have done it, and a half-created
     Kubernetes app's rank 0 would wait for its missing peers for ever). An app whose
-    submission is still in progress is waited for first (:func:`await_submission`).
+    submission is still in progress is waited for first (:func:`await_submission`). A
+    recorded app placed elsewhere than ``here`` (:func:`where_here`) is handled by the rules
+    of ``_reattach`` (placement).
 
     Raises:
-        AirflowException: a host-local app of an unfinished try was launched on another host
-            and ``on_other_host`` is ``fail``.
+        AirflowException: the recorded app runs on another host or engine, and this try
+            refuses to launch a duplicate (``on_other_host="fail"``, at most twice per app).
     """
     record = slot.get()  # empty without a store
     handle = record.pending()
     if handle is not None and record.host:
-        from torchx_airflow._deferral import host_identity, is_host_local
-
-        here = host_identity()
-        if is_host_local(handle) and record.host != here:
-            message = other_host_message(handle, record.host, here)
-            if on_other_host != "launch":
-                from torchx_airflow.version_compat import AirflowException
-
-                raise AirflowException(message)
-            log.warning("%s; launching a new app (on_other_host=launch)", message)
-            slot.mark_processed(handle)  # local_cwd: no labels
-            handle = None
+        handle = _elsewhere(runner, slot, handle, here, on_other_host, log)
     if handle is None and not slot.first_try:
         handle = _by_labels(runner, settings, scheduler, labels, record.processed, log)
     if handle is None:

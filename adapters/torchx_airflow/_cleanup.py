@@ -1,4 +1,4 @@
-"""What happens to an app when its task ends, times out or fails; deadlines; secret env names.
+"""What happens to an app when its task ends, times out or fails; deadlines.
 
 ``on_finish_action`` (KubernetesPodOperator's name):
 
@@ -17,6 +17,8 @@ import datetime as dt
 import logging
 from typing import TYPE_CHECKING, Any, Optional
 
+from torchx_airflow._runopts import AIRFLOW_SECRET_ENV
+
 if TYPE_CHECKING:
     from torchx.runner.api import Runner
 
@@ -30,20 +32,6 @@ __all__ = [
 ]
 
 ON_FINISH_ACTIONS = ("cancel", "keep", "delete")
-
-AIRFLOW_SECRET_ENV = (
-    "AIRFLOW_CONN_*",
-    "AIRFLOW_VAR_*",
-    "AIRFLOW__*SECRET*",
-    "AIRFLOW__*PASSWORD*",
-    "AIRFLOW__*KEY*",
-    "AIRFLOW__*TOKEN*",
-    "AIRFLOW__*SQL_ALCHEMY_CONN*",
-)
-"""Environment variables of the task that replicas on local schedulers do not inherit
-(the ``env_drop`` run option of ``local_cwd`` and ``local_docker``): connections, variables,
-and configuration options whose names hold SECRET, PASSWORD, KEY or TOKEN, or the database
-connection (``_CMD`` and ``_SECRET`` variants included)."""
 
 
 def check_on_finish_action(value: str, task_id: str) -> str:

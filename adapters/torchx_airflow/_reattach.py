@@ -20,10 +20,20 @@ task) never reuses a processed app, so clearing a succeeded task runs it again. 
 try died before seeing its end is taken over: waited for when live, reused when it SUCCEEDED,
 replaced when it FAILED or was cancelled (:func:`decide`).
 
-``local_cwd`` apps (no labels) live on the worker that launched them: the record names that
-host (``_deferral.host_identity()``), and a try on another host cannot see the app. It logs
-the handle and host and fails (a later retry may land on that host again), unless the task
-says ``on_other_host="launch"``: then it launches a new app (the old one may still run there).
+**Ownership.** The try that follows an app owns it: its try number is the app's
+:data:`OWNER_LABEL` (set at launch, or by :func:`torchx.runner.labels.set_app_labels` when a
+later try re-attaches, before it follows) and the record's ``owner``. A try cancels an app on
+``on_kill`` or a failure only while no later try owns it (``_manager``), so a superseded try
+SIGTERMed after its successor re-attached leaves the app to the successor.
+
+**Placement.** Apps of ``local_cwd`` (a host) and ``local_docker`` (an engine) can be followed
+only from where they were launched: the record keeps ``torchx.runner.labels.placement``
+(``host:<hostname>/<boot id>``, ``docker:<engine id>``). A try elsewhere (:func:`compare`):
+the same host after a reboot (another boot id) means the app is gone: a new app is launched;
+another host or engine: the try logs the handle and place and fails (a later retry may land
+there and re-attach), at most :data:`MAX_REFUSALS` times per app; after that, or with
+``on_other_host="launch"``, it launches a new app (the old one may still run there). So a host
+that is gone for good costs at most two tries, never a permanent failure.
 """
 
 from __future__ import annotations
@@ -37,13 +47,16 @@ if TYPE_CHECKING:
     from torchx.specs.api import AppStatus
 
 __all__ = [
+    "MAX_REFUSALS",
     "ON_OTHER_HOST",
+    "OWNER_LABEL",
     "PROCESSED_LABEL",
     "STATE_KEY",
     "AppRecord",
     "AppSlot",
     "Decision",
     "check_on_other_host",
+    "compare",
     "decide",
     "other_host_message",
     "task_labels",
@@ -55,6 +68,10 @@ _MAX_PROCESSED = 1000  # processed handles remembered (a label search must skip 
 ON_OTHER_HOST = ("fail", "launch")
 PROCESSED_LABEL = "airflow-processed"
 """The app label (value ``true``) of an app a try saw end: no label search finds it again."""
+OWNER_LABEL = "airflow-owner-try"
+"""The app label holding the try number of the try that follows (owns) the app."""
+MAX_REFUSALS = 2
+"""Tries that fail because the app of an earlier try runs on another host or engine."""
 
 
 def check_on_other_host(value: str, task_id: str) -> str:
@@ -93,7 +110,7 @@ def decide(status: Optional[AppStatus]) -> Decision:
 def task_labels(context: Mapping[str, Any]) -> dict[str, str]:
     """Returns the task instance's identity as app labels (empty without a task instance)."""
     ti = context.get("ti")
-    if ti is None:
+    if ti is None or not all(hasattr(ti, k) for k in ("dag_id", "task_id", "run_id")):
         return {}
     map_index = getattr(ti, "map_index", -1)
     return {
@@ -105,14 +122,26 @@ def task_labels(context: Mapping[str, Any]) -> dict[str, str]:
 
 
 class AppRecord:
-    """The stored record: the current handle, where it was launched, the processed handles."""
+    """The stored record: the current handle, where it lives, its owner, the processed handles.
+
+    ``host`` is the app's placement (``""``: reachable from anywhere), ``owner`` the try number
+    of the try that follows it (0: unknown), ``refusals`` how many tries failed because it
+    runs elsewhere.
+    """
 
     def __init__(
-        self, app_handle: str = "", host: str = "", processed: Optional[list[str]] = None
+        self,
+        app_handle: str = "",
+        host: str = "",
+        processed: Optional[list[str]] = None,
+        owner: int = 0,
+        refusals: int = 0,
     ) -> None:
         self.app_handle = app_handle
         self.host = host
         self.processed = list(processed or [])
+        self.owner = owner
+        self.refusals = refusals
 
     @classmethod
     def load(cls, value: Any) -> AppRecord:
@@ -126,6 +155,8 @@ class AppRecord:
             str(value.get("app_handle") or ""),
             str(value.get("host") or ""),
             [str(h) for h in processed] if isinstance(processed, list) else [],
+            _int(value.get("owner")),
+            _int(value.get("refusals")),
         )
 
     def dump(self) -> dict[str, Any]:
@@ -134,6 +165,8 @@ class AppRecord:
             "app_handle": self.app_handle,
             "host": self.host,
             "processed": self.processed[-_MAX_PROCESSED:],
+            "owner": self.owner,
+            "refusals": self.refusals,
         }
 
     def pending(self) -> Optional[str]:
@@ -178,13 +211,30 @@ class AppSlot:
             self._record = AppRecord.load(value)
         return self._record
 
-    def set(self, app_handle: str, host: str = "") -> None:
-        """Stores ``app_handle`` (launched on ``host``) for the next tries of this instance."""
+    def set(self, app_handle: str, host: str = "", owner: int = 0) -> None:
+        """Stores ``app_handle`` (placed at ``host``, followed by try ``owner``) for later tries."""
         if self._store is None:
             return
         record = self.get()
-        record.app_handle, record.host = app_handle, host
+        if record.app_handle != app_handle:
+            record.refusals = 0
+        record.app_handle, record.host, record.owner = app_handle, host, owner
         self._write(record)
+
+    def refuse(self) -> int:
+        """Counts one more try that could not reach the recorded app; returns the count."""
+        record = self.get()
+        record.refusals += 1
+        if self._store is not None:
+            self._write(record)
+        return record.refusals
+
+    def owner_now(self, app_handle: str) -> int:
+        """The owner try the store holds for ``app_handle`` now (read again; 0: unknown)."""
+        if self._store is None:
+            return 0
+        record = AppRecord.load(self._store.get(STATE_KEY))
+        return record.owner if record.app_handle == app_handle else 0
 
     def mark_processed(self, app_handle: str) -> None:
         """Records that a try saw ``app_handle`` end: no later try reuses it."""
@@ -200,11 +250,44 @@ class AppSlot:
         self.written = True
 
 
+def _int(value: Any) -> int:
+    try:
+        return int(value or 0)
+    except (TypeError, ValueError):
+        return 0
+
+
+def _normal(place: str) -> str:
+    """A placement in today's form (records before it held ``hostname/boot id/pid ns``)."""
+    if not place or ":" in place.partition("/")[0]:
+        return place
+    host, _, rest = place.partition("/")
+    return f"host:{host}/{rest.partition('/')[0]}"
+
+
+def compare(recorded: str, here: str) -> str:
+    """``same``, ``rebooted`` (same host, another boot: its apps are gone) or ``elsewhere``."""
+    recorded, here = _normal(recorded), _normal(here)
+    if not recorded or recorded == here:
+        return "same"
+    same_host = recorded.partition("/")[0] == here.partition("/")[0]
+    if recorded.startswith("host:") and here.startswith("host:") and same_host:
+        return "rebooted"
+    return "elsewhere"
+
+
+def _where(place: str) -> str:
+    place = _normal(place)
+    kind, _, rest = place.partition(":")
+    return f"host {rest.partition('/')[0]}" if kind == "host" else f"Docker engine {rest[:12]}"
+
+
 def other_host_message(app_handle: str, host: str, here: str) -> str:
-    """Why a try on ``here`` neither follows nor replaces the host-local app of ``host``."""
+    """Why a try at ``here`` neither follows nor replaces the app placed at ``host``."""
     return (
-        f"the app of an earlier try, {app_handle}, was launched on another host"
-        f" ({host.partition('/')[0]}; this try runs on {here.partition('/')[0]}), which alone"
-        " can follow or cancel it: failing instead of launching a duplicate (a retry on that"
-        ' host re-attaches; on_other_host="launch" launches a new app instead)'
+        f"the app of an earlier try, {app_handle}, was launched on another {_where(host)}"
+        f" (this try runs on {_where(here)}), which alone can follow or cancel it: failing"
+        " instead of launching a duplicate (a retry there re-attaches; after"
+        f' {MAX_REFUSALS} such failures, or with on_other_host="launch", a try launches a'
+        " new app)"
     )

@@ -13,6 +13,30 @@ __all__ = ["get_provider_info"]
 _INTEGRATION = "TorchX"
 
 
+def _field(label: str, description: str, kind: str = "string", **schema: Any) -> dict[str, Any]:
+    return {
+        "label": label,
+        "description": description,
+        "schema": {"type": [kind, "null"], **schema},
+    }
+
+
+# the connection form (Airflow 3.2+ reads these without importing the hook); a field of
+# format "password" is a masked input, and kubeconfig_secret's name makes Airflow's secrets
+# masker hide its value in the UI, the REST API and task logs
+_CONN_FIELDS = {
+    "scheduler": _field("Scheduler", "Default TorchX scheduler, e.g. kubernetes"),
+    "scheduler_cfg": _field("Run options", 'JSON object or k=v,... e.g. {"namespace": "ml"}'),
+    "torchxconfig": _field("torchxconfig", "Text of a .torchxconfig file"),
+    "kubeconfig_secret": _field("Kubeconfig", "Kubeconfig text (YAML); masked", format="password"),
+    "kubeconfig_path": _field("Kubeconfig path", "Or a kubeconfig file on the workers"),
+    "kube_context": _field("Kube context", "Context of the kubeconfig"),
+    "in_cluster": _field("In cluster", "Use the worker pod's service account", "boolean"),
+    "env_allow": _field("Inherited variables", "More worker variables replicas get, A;B*"),
+    "ui_url": _field("App UI URL", "Extra link template: {app_id} {name} {namespace} {scheduler}"),
+}
+
+
 def get_provider_info() -> dict[str, Any]:
     """Returns the provider description Airflow validates against its provider schema.
 
@@ -51,6 +75,13 @@ def get_provider_info() -> dict[str, Any]:
             {
                 "connection-type": "torchx",
                 "hook-class-name": "torchx_airflow.hooks.torchx.TorchXHook",
+                "hook-name": "TorchX",
+                "conn-fields": _CONN_FIELDS,
+                "ui-field-behaviour": {
+                    "hidden-fields": ["host", "schema", "login", "password", "port"],
+                    "relabeling": {"extra": "TorchX settings (JSON)"},
+                    "placeholders": {},
+                },
             }
         ],
         "config": {

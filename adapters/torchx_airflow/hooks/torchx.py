@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Optional
 
-from torchx_airflow._settings import TorchXSettings
+from torchx_airflow._settings import TorchXSettings, secret_values
 from torchx_airflow.version_compat import AirflowNotFoundException, BaseHook
 
 if TYPE_CHECKING:
@@ -23,7 +23,9 @@ class TorchXHook(BaseHook):
     factory parameters and the text of a ``.torchxconfig`` in its extras (see
     ``torchx_airflow._settings``). Arguments given to the hook beat the connection. A
     missing connection is an error, except for the default ``torchx_default``, which then
-    means "no settings" (the ``local_cwd`` scheduler with its defaults).
+    means "no settings" (the ``local_cwd`` scheduler with its defaults). Reading the
+    connection masks its kubeconfig and the credentials in it in the task log (Airflow masks
+    extras by name only: ``kubeconfig_secret`` is masked in the UI and API as well).
 
     Args:
         torchx_conn_id: the connection id, or None to use only the arguments.
@@ -87,6 +89,11 @@ class TorchXHook(BaseHook):
                     extras = conn.extra_dejson
                 except AirflowNotFoundException:
                     self._check_missing()
+                else:
+                    from airflow.sdk.log import amask_secret
+
+                    for value in secret_values(extras):
+                        await amask_secret(value)
             self._settings = self._apply_args(extras)
         return self._settings
 
@@ -109,10 +116,15 @@ class TorchXHook(BaseHook):
         if not self.torchx_conn_id:
             return None
         try:
-            return self.get_connection(self.torchx_conn_id).extra_dejson
+            extras = self.get_connection(self.torchx_conn_id).extra_dejson
         except AirflowNotFoundException:
             self._check_missing()
             return None
+        from airflow.sdk.log import mask_secret
+
+        for value in secret_values(extras):
+            mask_secret(value)
+        return extras
 
     def _check_missing(self) -> None:
         if self.torchx_conn_id != self.default_conn_name:

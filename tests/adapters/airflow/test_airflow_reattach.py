@@ -151,7 +151,7 @@ def test_a_retry_on_another_host_never_silently_duplicates_a_local_app(
     output = (tmp_path / "retry.log").read_text()
     summary = json.loads(output.strip().splitlines()[-1])
     assert f"the app of an earlier try, {old.app_handle}, was launched on another host" in output
-    assert "(worker-2;" in output
+    assert "another host worker-2 (this try runs on host" in output
     handles = [a.app_handle for a in runner.list("local_cwd")]
     if on_other_host == "fail":
         assert summary["tasks"]["job"]["state"] in ("failed", "up_for_retry")
@@ -267,9 +267,8 @@ def test_the_deferral_timeout_is_what_is_left_of_execution_timeout(
     import datetime as dt
     from types import SimpleNamespace
 
-    from airflow.sdk.exceptions import TaskDeferred
-
-    from torchx_airflow._deferred import maybe_defer
+    from torchx_airflow._deferred import trigger_for
+    from torchx_airflow._manager import AppManager
     from torchx_airflow.operators.torchx import TorchXOperator
 
     monkeypatch.setenv("AIRFLOW__TORCHX__DEFER_LOCAL_APPS", "true")
@@ -284,10 +283,11 @@ def test_the_deferral_timeout_is_what_is_left_of_execution_timeout(
     started = dt.datetime.now(dt.UTC) - dt.timedelta(minutes=4)
     store = Store()
     context = {"ti": SimpleNamespace(start_date=started), "task_state_store": store}
-    with pytest.raises(TaskDeferred) as deferred:
-        maybe_defer(op, context, op._resolve_settings(), "local_cwd://torchx/sh-x")  # type: ignore[arg-type]
-    timeout = deferred.value.timeout
-    assert timeout is not None and 350 <= timeout.total_seconds() <= 360
+    deferral = trigger_for(AppManager(op, context), "local_cwd://torchx/sh-x")
+    assert deferral is not None
+    trigger, timeout = deferral  # the trigger stops at the deadline; Airflow's timeout: + 60 s
+    assert timeout is not None and 410 <= timeout.total_seconds() <= 420
+    assert trigger.deadline is not None and 350 <= trigger.deadline - time.time() <= 360
     assert store.values["torchx_app"]["app_handle"] == "local_cwd://torchx/sh-x"
 
 
@@ -316,14 +316,15 @@ def test_local_replicas_do_not_get_airflow_secrets(
                 component="utils.sh",
                 component_args=["sh", "-c", "env | cut -d= -f1 | grep AIRFLOW | sort"],
                 env={"AIRFLOW_VAR_SET_BY_THE_TASK": "kept"},
+                env_allow=["AIRFLOW_HOME"],
             )
         """,
     )
     summary, output = run_logged(env, dag_argv(dag_file, "secrets"), tmp_path / "run.log")
     assert summary["tasks"]["env"]["state"] == "success", output[-3000:]
     seen = set(re.findall(r"\[sh/0\] (\S+)", output))
-    assert "AIRFLOW_VAR_SET_BY_THE_TASK" in seen and "AIRFLOW_HOME" in seen
-    assert "AIRFLOW__CORE__DAGS_FOLDER" in seen  # not a secret
+    # what the task sets, and what it forwards explicitly (env_allow); nothing else of Airflow
+    assert seen == {"AIRFLOW_VAR_SET_BY_THE_TASK", "AIRFLOW_HOME"}
     for secret in (
         "AIRFLOW_CONN_WAREHOUSE",
         "AIRFLOW_VAR_API_KEY",

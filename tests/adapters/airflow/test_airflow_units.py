@@ -281,14 +281,16 @@ def test_task_labels_are_the_task_instance_identity() -> None:
 
 
 def test_the_app_link_is_offered_only_for_a_web_ui() -> None:
+    from torchx_airflow._manager import AppManager
     from torchx_airflow.links.torchx import TorchXAppLink
     from torchx_airflow.operators.torchx import TorchXOperator
 
     op = TorchXOperator(task_id="t", component="utils.echo")
     assert [link.name for link in op.operator_extra_links] == ["TorchX app"]  # parse time
-    op._executing, op._ui_url = True, "file:///tmp/logs"  # local_cwd: no web UI, no link
+    op._manager = mgr = AppManager(op)
+    mgr.ui_url = "file:///tmp/logs"  # local_cwd: no web UI, no link
     assert op.operator_extra_links == ()
-    op._ui_url = "https://dashboard.example/apps/a-1"
+    mgr.ui_url = "https://dashboard.example/apps/a-1"
     (link,) = op.operator_extra_links
     assert link.get_link(op, ti_key=None) == "https://dashboard.example/apps/a-1"
     assert TorchXAppLink().get_link(TorchXOperator(task_id="u", component="x"), ti_key=None) == ""
@@ -311,9 +313,10 @@ def test_provider_info_is_valid_and_imports_no_airflow() -> None:
     jsonschema.validate(info, json.loads(schema.read_text()))
     assert info["package-name"] == "torchx-flow"
     assert info["extra-links"] == ["torchx_airflow.links.torchx.TorchXAppLink"]
-    assert info["connection-types"] == [
-        {"connection-type": "torchx", "hook-class-name": "torchx_airflow.hooks.torchx.TorchXHook"}
-    ]
+    (conn,) = info["connection-types"]
+    assert conn["connection-type"] == "torchx"
+    assert conn["hook-class-name"] == "torchx_airflow.hooks.torchx.TorchXHook"
+    assert conn["conn-fields"]["kubeconfig_secret"]["schema"]["format"] == "password"
 
 
 def test_airflow_providers_list_shows_torchx(tmp_path: Path) -> None:
@@ -348,6 +351,23 @@ def test_airflow_providers_list_shows_torchx(tmp_path: Path) -> None:
         timeout=120,
     )
     assert "torchx_airflow.hooks.torchx.TorchXHook" in hooks.stdout
+    # the connection form (what the UI and API server read): kubeconfig_secret is a masked
+    # field, and Airflow's masker hides its value by name
+    code = (
+        "import json; from airflow.providers_manager import ProvidersManager;"
+        "from airflow._shared.secrets_masker import should_hide_value_for_key as hide;"
+        "pm = ProvidersManager(); w = pm.connection_form_widgets;"
+        "k = 'extra__torchx__kubeconfig_secret';"
+        "print(json.dumps([k in w and w[k].is_sensitive, hide(k), hide('kubeconfig_secret'),"
+        " pm.field_behaviours.get('torchx', {}).get('hidden_fields')]))"
+    )
+    form = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert form.returncode == 0, form.stderr[-2000:]
+    sensitive, hidden_prefixed, hidden, fields = json.loads(form.stdout.strip().splitlines()[-1])
+    assert sensitive and hidden_prefixed and hidden
+    assert fields == ["host", "schema", "login", "password", "port"]
 
 
 def test_dag_from_pipeline_adds_airflow_only_values(tmp_path: Path) -> None:
