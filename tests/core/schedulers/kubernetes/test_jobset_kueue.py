@@ -305,3 +305,14 @@ def test_cancel_suspends_and_deactivates_the_workload() -> None:
     js["metadata"]["annotations"] = {ANNOTATION_STOPPED: "cancelled"}
     desc = ops(fake).describe("default", js["metadata"]["name"])
     assert desc is not None and desc.state == AppState.CANCELLED
+
+
+def test_list_and_log_container() -> None:
+    js = jobset_of(app())
+    js["status"] = {"replicatedJobsStatus": [{"name": "r0", "ready": 1, "active": 1}]}
+    fake = FakeApis(js, [], [], [])
+    (entry,) = ops(fake).list("default")
+    assert (entry.app_id, entry.state) == (f"default:{js['metadata']['name']}", AppState.RUNNING)
+    js["spec"]["suspend"] = True  # held by Kueue
+    assert ops(fake).list("default")[0].state == AppState.PENDING
+    assert ops(fake).log_container("r0", 1) == "r0"
