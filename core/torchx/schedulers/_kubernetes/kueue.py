@@ -171,3 +171,10 @@ def deactivate(custom: Any, namespace: str, owners: Iterable[str]) -> None:
                 w["metadata"]["name"],
                 {"spec": {"active": False}},
             )
+
+
+def deactivate_queued(custom: Any, namespace: str, jobs: list[Any]) -> None:
+    """:func:`deactivate` the Workloads of those plain Jobs that carry a queue label."""
+    uids = [str(j.metadata.uid) for j in jobs if LABEL_KUEUE_QUEUE in (j.metadata.labels or {})]
+    if uids:
+        deactivate(custom, namespace, uids)

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Optional
 
-from torchx.schedulers._kubernetes.kueue import queue_note
+from torchx.schedulers._kubernetes.kueue import deactivate_queued, queue_note
 from torchx.schedulers._kubernetes.modes import PodFactory
 from torchx.schedulers._kubernetes.names import (
     LABEL_ORGANIZATION,
@@ -339,16 +339,15 @@ class PlainOps:
 
     def stop(self, namespace: str, name: str, reason: str, detail: str = "") -> None:
         """Stop every unfinished replica: ``parallelism: 0`` plus the ``stopped`` annotation."""
-        notes = {
-            ANNOTATION_STOPPED: reason,
-            **({ANNOTATION_STOPPED_REASON: detail} if detail else {}),
-        }
+        notes = {ANNOTATION_STOPPED: reason, ANNOTATION_STOPPED_REASON: detail or None}
         body = {"metadata": {"annotations": notes}, "spec": {"parallelism": 0}}
-        for job in self._jobs(namespace, name):
+        jobs = self._jobs(namespace, name)
+        for job in jobs:
             view = replica_views([job], [])[0]
             if view.state in (AppState.SUCCEEDED, AppState.FAILED) or _stopped(job):
                 continue
             self._batch.patch_namespaced_job(job.metadata.name, namespace, body)
+        deactivate_queued(self._custom, namespace, jobs)  # Kueue must not readmit them
 
     def delete(self, namespace: str, name: str) -> None:
         """Delete the Jobs (their pods with them) and the Service; missing ones are skipped."""
