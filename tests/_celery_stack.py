@@ -7,7 +7,8 @@ connection naming a fresh namespace of the local cluster (kubeconfig inline, see
 holds. ``down`` removes every container, network and volume of the project and the namespace.
 ``service_env`` adds variables to some services only, through a compose override file (e.g. a
 connection the triggerer sees differently from the workers, see :func:`unreachable`);
-``extra_dags`` adds DAG files to the folder.
+``extra_dags`` adds DAG files to the folder, ``image`` runs the Airflow services on another
+image (the same override file).
 
 docker-compose 1.29 (Debian's) is driven directly: it has no ``up --wait``, so health is read
 from the engine.
@@ -258,6 +259,7 @@ class CeleryStack:
         self.settings = dict(settings or {})
         self.service_env: dict[str, dict[str, str]] = {}
         self.extra_dags: list[Path] = []
+        self.image = ""  # another image for the Airflow services (e.g. an older build)
 
     def connection(self) -> dict[str, Any]:
         """The stack's ``torchx`` connection (``TORCHX_CONNECTION``)."""
@@ -287,10 +289,14 @@ class CeleryStack:
         self.env_file.write_text("".join(f"{k}={v}\n" for k, v in lines.items()))
         self.env_file.chmod(0o600)
         # YAML accepts JSON; compose interpolates ``$`` in a file, not in an env file's values
-        services = {
+        services: dict[str, dict[str, Any]] = {
             name: {"environment": {k: v.replace("$", "$$") for k, v in env.items()}}
             for name, env in self.service_env.items()
         }
+        if self.image:
+            for name in SERVICES:
+                if name.startswith("airflow"):
+                    services.setdefault(name, {})["image"] = self.image
         self.override.write_text(json.dumps({"services": services}))
         self.override.chmod(0o600)
 
@@ -302,7 +308,7 @@ class CeleryStack:
             self.project,
             "--file",
             str(COMPOSE_FILE),
-            *(("--file", str(self.override)) if self.service_env else ()),
+            *(("--file", str(self.override)) if self.service_env or self.image else ()),
             "--env-file",
             str(self.env_file),
             *args,

@@ -28,6 +28,10 @@ volume, namespace or thread.
   outside this stack only.
 - A mapped sweep: ``TorchXOperator.partial(...).expand(component_args=...)``, 3 DDP apps, all
   succeed, each with its map index in its labels.
+
+``TORCHX_FLOW_CELERY_IMAGE`` runs the Airflow services on another image than the one
+compose-images.sh builds (e.g. one with an older torchx-flow wheel: the tests then show which
+fix each fault needs).
 """
 
 from __future__ import annotations
@@ -122,6 +126,7 @@ def stack(proxy: TcpProxy) -> Iterator[CeleryStack]:
         FAULT_DAGS / "torchx_celery_mapped.py",
     ]
     stack.service_env = _service_env(stack, proxy.port)
+    stack.image = os.environ.get("TORCHX_FLOW_CELERY_IMAGE", "")  # e.g. a build before a fix
     try:
         stack.up(DAGS)
         script = stack.workdir / "wait_marker.py"
