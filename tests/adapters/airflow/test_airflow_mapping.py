@@ -109,6 +109,24 @@ print(json.dumps(out))
 """
 
 
+API_LINKS = """
+import json
+from sqlalchemy import select
+from airflow.models.serialized_dag import SerializedDagModel
+from airflow.models.taskinstance import TaskInstance
+from airflow.utils.session import create_session
+
+# what the API server's extra-links endpoint does for each task instance
+with create_session() as session:
+    dag = SerializedDagModel.get_dag("sweep", session=session)
+    task = dag.get_task("train")
+    out = {}
+    for ti in session.scalars(select(TaskInstance).where(TaskInstance.task_id == "train")):
+        out[ti.map_index] = {name: task.get_extra_links(ti, name) for name in task.extra_links}
+print(json.dumps(out))
+"""
+
+
 def round_trip(env: dict[str, str], folder: Path) -> dict[str, Any]:
     proc = subprocess.run(
         [sys.executable, "-c", ROUND_TRIP, str(folder)],
@@ -199,3 +217,12 @@ def test_a_mapped_sweep_runs_one_app_per_map_index_and_fills_the_ui_url_link(
         assert line == f"LINK: {i} https://dash.example/local_cwd/torchx/{app_id}?ns=", line
     for i in range(3):
         assert f"lr=0.{'0' * i}1" in output
+    api = subprocess.run(
+        [sys.executable, "-c", API_LINKS], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert api.returncode == 0, api.stderr[-3000:]
+    served = json.loads(api.stdout.strip().splitlines()[-1])
+    for i in range(3):
+        app_id = handles[i].rpartition("/")[2]
+        url = f"https://dash.example/local_cwd/torchx/{app_id}?ns="
+        assert served[str(i)] == {"TorchX app": url}
