@@ -8,6 +8,12 @@ PY := $(BIN)/python
 STAMP_DEV := $(VENV)/.installed-dev
 STAMP_RUN := $(VENV)/.installed-run
 PYTEST_ARGS ?=
+# test processes (pytest-xdist): the live tiers mostly wait on engines, clusters and stacks, so
+# more processes than cores pay; tests that share an engine or a stack keep to one process
+# (tests/conftest.py, --dist loadgroup)
+PYTEST_WORKERS ?= 3
+PYTEST := $(BIN)/pytest -q -rs --durations=25 -n $(PYTEST_WORKERS) --dist loadgroup
+UNIT_MARKERS := not docker and not k8s and not k8s_current and not registry and not slurm
 
 .PHONY: run test lint typecheck unit bench clean venv goldens docs
 
@@ -49,8 +55,12 @@ test: $(STAMP_DEV)
 	$(BIN)/ruff check core adapters tests bench examples pipelines dags scripts
 	$(BIN)/ruff format --check core adapters tests bench examples pipelines dags scripts
 	$(BIN)/mypy
-	PATH="$(CURDIR)/$(BIN):$$PATH" scripts/infra/with-infra.sh $(BIN)/pytest -q -rs --durations=25 \
+	PATH="$(CURDIR)/$(BIN):$$PATH" scripts/infra/with-infra.sh $(PYTEST) \
 	  --continue-on-collection-errors $(PYTEST_ARGS)
+
+## make unit: the tests that need no infrastructure (no engine, cluster, Slurm or stack)
+unit: $(STAMP_DEV)
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(PYTEST) -m "$(UNIT_MARKERS)" $(PYTEST_ARGS)
 
 ## make docs: the docs site (mkdocs.yml, pages in docs/) built with --strict into build/docs-site:
 ## a broken link or anchor, or a page missing from the nav, fails it
