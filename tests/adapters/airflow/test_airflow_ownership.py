@@ -175,3 +175,59 @@ def test_a_restart_on_the_same_host_never_fails_the_retry(
         assert handle != old.app_handle
         assert "ran on this host before it rebooted" in output
     runner.wait(old.app_handle, wait_interval=1)
+
+
+@pytest.mark.docker
+def test_a_docker_app_of_another_engine_is_not_relaunched_beside_it(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, runner: Any
+) -> None:
+    # the record names the engine (docker:<id>); a retry whose engine differs fails with the
+    # app's handle and place instead of launching a second app; at most twice per app
+    from torchx.runner.labels import find_apps
+
+    env = airflow_home_env(tmp_path, tmp_path_factory)  # after the docker marker's DOCKER_HOST
+    dag_id = "other_engine"
+    dag_file = write_dag(
+        env,
+        f"""
+        with DAG("{dag_id}", schedule=None, start_date=datetime(2024, 1, 1)):
+            TorchXOperator(
+                task_id="job",
+                component="utils.sh",
+                component_args=["--image", "torchx-flow/busybox:latest", "sleep", "60"],
+                scheduler="local_docker",
+                retries=3,
+            )
+        """,
+    )
+
+    def apps() -> list[Any]:
+        return find_apps(runner, "local_docker", {"airflow-dag-id": dag_id})
+
+    first = tmp_path / "first.log"
+    try:
+        kill_9_when(dag_argv(dag_file, dag_id), env, first, lambda: _stored(env))
+        (app,) = apps()
+        record = _record(env)
+        assert record["host"].startswith("docker:") and record["owner"] == 1
+        record["host"] = "docker:OTHER-ENGINE-ID"  # the retry runs beside another engine
+        _write_record(env, record)
+        for count in (1, 2):
+            log = tmp_path / f"retry{count}.log"
+            with log.open("w") as out:
+                subprocess.run(
+                    dag_argv(dag_file, dag_id, "job"), env=env, stdout=out, stderr=subprocess.STDOUT
+                )
+            output = log.read_text()
+            assert f"{app.app_handle}, was launched on another Docker engine OTHER-ENGINE" in output
+            assert f"[{count} of 2]" in output
+            assert [a.app_handle for a in apps()] == [app.app_handle]  # no second app
+        assert _record(env)["refusals"] == 2
+    finally:
+        for found in apps():
+            runner.delete(found.app_handle)
+
+
+def _stored(env: dict[str, str]) -> bool:
+    with state_store(env) as db:
+        return db.execute("SELECT COUNT(*) FROM task_state_store").fetchone()[0] > 0
