@@ -79,7 +79,8 @@ def complete(mgr: AppManager, event: dict[str, Any]) -> Any:
     mgr.app_handle = handle
     runner = mgr.runner
     if event.get("status") == "error":  # the trigger could not follow the app
-        mgr.stop(handle)
+        if not event.get("unreachable"):  # an unanswering scheduler: the app may be healthy
+            mgr.stop(handle)
         raise TorchXAppError(str(event.get("message")), handle)
     if event.get("status") == WAIT_IN_WORKER:  # the triggerer cannot see this local app
         from torchx_airflow._manager import Started

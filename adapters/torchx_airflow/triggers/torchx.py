@@ -33,8 +33,9 @@ class TorchXJobTrigger(BaseTrigger):
     It yields exactly one event, ``{"status": "success" | "failed" | "error", "app_handle",
     ...}``, and never raises: the event carries ``deadline_expired``, ``startup_reason``,
     ``cancelled`` and ``logs_shown`` (how many lines of each replica were logged, so the
-    resumed task shows only the rest); ``error`` is for definitive problems only (the
-    scheduler did not answer for ``transient_timeout`` seconds, a configuration error). When a
+    resumed task shows only the rest); ``error`` is for definitive problems only (a
+    configuration error; or the scheduler did not answer for ``transient_timeout`` seconds:
+    then ``unreachable`` is true and the resumed task leaves the app as it is). When a
     user kills the deferred task (Airflow 3.3+), :meth:`on_kill` cancels the app; a triggerer
     restart does not (the new trigger logs the replicas' lines again from their start). An app
     of a host-local scheduler (``local_cwd``) launched on another host than the triggerer's is
@@ -116,7 +117,7 @@ class TorchXJobTrigger(BaseTrigger):
         if self.worker_host and needs_worker(self.app_handle, self.worker_host):
             yield TriggerEvent(handback_payload(self.app_handle, self.worker_host))
             return
-        from torchx.runner.follow import afollow
+        from torchx.runner.follow import SchedulerUnreachableError, afollow
 
         try:
             runner = await self._runner()
@@ -133,6 +134,10 @@ class TorchXJobTrigger(BaseTrigger):
                 on_status=self._log_reason,
                 transient_timeout=self.transient_timeout,
             )
+        except SchedulerUnreachableError as e:  # the app is left as it is (a retry re-attaches)
+            payload = event_payload(self.app_handle, None, error=str(e))
+            yield TriggerEvent({**payload, "unreachable": True})
+            return
         except Exception as e:  # the trigger reports problems as events, never raises
             message = f"could not follow TorchX app {self.app_handle}: {type(e).__name__}: {e}"
             yield TriggerEvent(event_payload(self.app_handle, None, error=message))

@@ -183,3 +183,29 @@ def test_the_trigger_keeps_the_app_at_its_deadline_with_keep(_airflow: None) -> 
             assert not result.status.is_terminal()
         finally:
             runner.cancel(handle)
+
+
+def test_an_unanswering_scheduler_is_an_unreachable_error_event_after_transient_timeout(
+    _airflow: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import socket
+
+    from torchx_airflow.triggers.torchx import TorchXJobTrigger
+
+    with socket.socket() as s:  # a loopback port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+        f"clusters: [{{name: c, cluster: {{server: 'http://127.0.0.1:{port}'}}}}]\n"
+        "contexts: [{name: c, context: {cluster: c, user: u}}]\nusers: [{name: u, user: {}}]\n"
+    )
+    monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
+    handle = "kubernetes://torchx/default:gone-app"
+    trigger = TorchXJobTrigger(handle, None, poll_interval=0.2, transient_timeout=2)
+    assert trigger.serialize()[1]["transient_timeout"] == 2
+    (event,) = run_events(trigger)
+    assert event["status"] == "error" and event["unreachable"] is True
+    assert event["message"].startswith(f"could not read the status of TorchX app {handle}:")
+    assert "did not answer for" in event["message"]
