@@ -56,7 +56,6 @@ from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Optional
 
-from torchx.runner._follow_async import afollow
 from torchx.runner._follow_core import CANCEL_WAIT, JOIN_TIMEOUT, FollowCore
 from torchx.runner._follow_engine import Action, Stop
 from torchx.runner._follow_logs import Replica
@@ -68,6 +67,7 @@ from torchx.runner._follow_transient import (
 )
 
 if TYPE_CHECKING:
+    from torchx.runner._follow_async import afollow
     from torchx.runner.api import Runner
     from torchx.specs.api import AppDef, AppHandle, AppStatus
 
@@ -334,3 +334,12 @@ def _earliest(deadline: Optional[float], timeout: Optional[float]) -> Optional[f
     if timeout is not None:
         deadline = min(d for d in (deadline, time.monotonic() + timeout) if d is not None)
     return deadline
+
+
+def __getattr__(name: str) -> object:
+    """Imports ``afollow`` on first use (``asyncio`` is not needed by ``torchx run``)."""
+    if name == "afollow":
+        from torchx.runner._follow_async import afollow
+
+        return afollow
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
