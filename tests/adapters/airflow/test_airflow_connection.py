@@ -75,8 +75,9 @@ def test_the_kubeconfig_of_the_connection_reaches_the_cluster(
     """
     with namespace(api_client()) as ns:
         extra = {
-            "kubeconfig": kubeconfig,
+            "kubeconfig_secret": kubeconfig,
             "scheduler_cfg": {"namespace": ns, "mode": "plain"},
+            "ui_url": "https://dash.example/{scheduler}/{namespace}/{name}",
         }
         home = tmp_path / "home"  # no ~/.kube/config either
         home.mkdir()
@@ -85,6 +86,10 @@ def test_the_kubeconfig_of_the_connection_reaches_the_cluster(
         assert task["state"] == "success", output[-3000:]
         assert task["xcom"]["return_value"]["app_handle"].startswith(f"kubernetes://torchx/{ns}:")
         assert "[echo/0] hello from the cluster" in output
+        # the extra link: the connection's ui_url template, filled for the app
+        name = task["xcom"]["return_value"]["app_id"].partition(":")[2]
+        link = f"https://dash.example/kubernetes/{ns}/{name}"
+        assert task["xcom"]["_link_TorchXAppLink"] == link
 
 
 def test_connection_kube_extras_are_checked() -> None:
@@ -125,6 +130,9 @@ def test_startup_timeout_fails_the_task_with_the_reason_and_cancels_the_app(
         task = summary["tasks"]["stuck"]
         assert task["state"] == "failed", output[-3000:]
         assert "ImagePull" in output or "ErrImage" in output, output[-3000:]
+        # each new PENDING reason is logged while the worker waits
+        pending = [x for x in output.splitlines() if " is PENDING: " in x]
+        assert any("ImagePull" in x or "ErrImage" in x for x in pending), output[-3000:]
         assert task["xcom"]["state"] == "CANCELLED"
         app_name = task["xcom"]["app_id"].partition(":")[2]
         deadline = time.monotonic() + 60  # the cancelled app's pod goes
