@@ -11,14 +11,16 @@ volume, namespace or thread.
 - Dropped connections: the workers and the triggerer reach the API server of
   ``torchx_proxied`` through a loopback TCP proxy of this module (``tests/_tcp_proxy.py``); in
   the middle of ``train`` it resets every connection and, for 25 s, refuses new ones (worker
-  mode) or leaves them unanswered (deferred). The app runs on, the task succeeds in its first
-  try, exactly one app.
+  mode and deferred; new connections left unanswered instead, the proxy's ``blackhole``, only
+  delay the calls: the clients' own retries hide that). The app runs on, the task succeeds in
+  its first try, exactly one app.
 - A superseded try: try 1's supervisor is stopped (SIGSTOP: no heartbeat), the scheduler fails
   the try, try 2 re-attaches to the app; then try 1's task process gets SIGTERM (what Airflow's
   supervisor sends a try the server no longer wants) and its supervisor goes on. The app keeps
   running, try 2 succeeds with it.
-- ``on_finish_action="keep"`` with the operator's own deadline (``execution_timeout``): try 1
-  ends while its app runs, the retry takes that app; exactly one app ever.
+- ``on_finish_action="keep"`` with the operator's own deadline (``execution_timeout``; in the
+  worker and deferred): try 1 ends while its app runs, the retry takes that app; exactly one
+  app ever.
 - Secrets: a replica's environment, and its parent process' (``/proc/<ppid>/environ``), holds
   none of the stack's secrets (Fernet key, JWT secret, API secret key, ``AIRFLOW_CONN_*``, the
   Celery broker and result backend URLs, the kubeconfig's credentials): a ``kubernetes`` pod
@@ -84,6 +86,7 @@ DAGS = (
     "torchx_proxied_train_deferred",
     "torchx_superseded",
     "torchx_keep_deadline",
+    "torchx_keep_deadline_deferred",
     "torchx_env_dump",
 )
 FAULT_DAGS = REPO / "compose" / "celery" / "dags"
@@ -165,24 +168,21 @@ def _running_pods(api: Api, stack: CeleryStack, dag: str, run_id: str, task: str
 def _assert_one_app_succeeded(
     stack: CeleryStack, api: Api, dag: str, run_id: str, app: str
 ) -> None:
-    task = "train" if dag != "torchx_keep_deadline" else "wait"
+    task = "wait" if dag.startswith("torchx_keep_deadline") else "train"
     assert stack.cluster.apps(dag, task) == {app}, failure(api, stack, dag, run_id)
     assert job_name(api.xcom(dag, run_id, task)["app_id"]) == app
     assert app_state(stack, app) == "SUCCEEDED"
 
 
-@pytest.mark.parametrize(
-    ("dag", "mode"),
-    [("torchx_proxied_train", "refuse"), ("torchx_proxied_train_deferred", "blackhole")],
-)
+@pytest.mark.parametrize("dag", ["torchx_proxied_train", "torchx_proxied_train_deferred"])
 def test_api_server_cut_off_mid_train_app_survives_task_succeeds(
-    stack: CeleryStack, api: Api, proxy: TcpProxy, dag: str, mode: str
+    stack: CeleryStack, api: Api, proxy: TcpProxy, dag: str
 ) -> None:
     run_id, marker = _trigger(stack, api, dag)
     waiting = "deferred" if dag.endswith("_deferred") else "running"
     api.wait_task(dag, run_id, "train", lambda t: t["state"] == waiting)
     app = _running_pods(api, stack, dag, run_id, "train", 2)
-    proxy.outage(OUTAGE, mode)
+    proxy.outage(OUTAGE, "refuse")
     assert proxy.wait_restored(OUTAGE + 30), "the proxy did not come back"
     # nothing could reach the cluster: the app ran on (the test's own client goes direct)
     assert len(stack.cluster.running(dag, "train", 2)) == 2, app_state(stack, app)
@@ -236,8 +236,8 @@ def test_superseded_try_sigtermed_after_retry_reattached_leaves_the_app_to_it(
     _assert_one_app_succeeded(stack, api, dag, run_id, app)
 
 
-def test_keep_and_deadline_then_retry_runs_one_app(stack: CeleryStack, api: Api) -> None:
-    dag = "torchx_keep_deadline"
+@pytest.mark.parametrize("dag", ["torchx_keep_deadline", "torchx_keep_deadline_deferred"])
+def test_keep_and_deadline_then_retry_runs_one_app(stack: CeleryStack, api: Api, dag: str) -> None:
     run_id, marker = _trigger(stack, api, dag)
     app = _running_pods(api, stack, dag, run_id, "wait", 1)
     # try 1 ends at its deadline while the app runs (kept: on_finish_action="keep")

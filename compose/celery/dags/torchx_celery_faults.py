@@ -12,7 +12,8 @@ a replica writes its environment).
   ``torchx_proxied_train_deferred``: the same, deferrable.
 - ``torchx_superseded``: the same ``train`` on the stack's connection, worker mode.
 - ``torchx_keep_deadline``: ``wait``, one pod running the script, ``on_finish_action="keep"``
-  and a 40 s ``execution_timeout``: the operator's own deadline ends try 1 while the app runs.
+  and a 40 s ``execution_timeout``: the operator's own deadline ends try 1 while the app runs
+  (no log streaming: see below); ``torchx_keep_deadline_deferred``: the same, deferrable.
 - ``torchx_env_dump``: ``kubernetes`` (a pod) and ``local_cwd`` (a process of the worker, on the
   ``torchx_local`` connection) each write their replica's environment, and its parent
   process', as JSON to ``{out}/<scheduler>.json`` (``local_cwd``: ``local_out`` on the worker).
@@ -78,22 +79,24 @@ for _dag_id, _kwargs in (
     with DAG(_dag_id, schedule=None, start_date=START, default_args=_DEFAULTS, tags=["faults"]):
         _train(**_kwargs)
 
-with DAG(
-    "torchx_keep_deadline",
-    schedule=None,
-    start_date=START,
-    default_args=_DEFAULTS,
-    tags=["faults"],
+# the follow returns at the operator's own deadline and the task fails there (without log
+# streams to finish first, which would let Airflow's own timeout strike first); deferred: the
+# trigger's deadline
+for _dag_id, _kwargs in (
+    ("torchx_keep_deadline", {"stream_logs": False}),
+    ("torchx_keep_deadline_deferred", {"deferrable": True}),
 ):
-    TorchXOperator(
-        task_id="wait",
-        component="utils.python",
-        component_args=["--script", *_WAIT],
-        scheduler="kubernetes",
-        on_finish_action="keep",
-        execution_timeout=timedelta(seconds=40),
-        poll_interval=2.0,
-    )
+    with DAG(_dag_id, schedule=None, start_date=START, default_args=_DEFAULTS, tags=["faults"]):
+        TorchXOperator(
+            task_id="wait",
+            component="utils.python",
+            component_args=["--script", *_WAIT],
+            scheduler="kubernetes",
+            on_finish_action="keep",
+            execution_timeout=timedelta(seconds=40),
+            poll_interval=2.0,
+            **_kwargs,
+        )
 
 with DAG(
     "torchx_env_dump",
