@@ -26,8 +26,7 @@ volume, namespace or thread.
   Celery broker and result backend URLs, the kubeconfig's credentials): a ``kubernetes`` pod
   (its spec's env through the API and its process' own) and a ``local_cwd`` replica run by a
   Celery worker. **Not slurm**: the stack's workers cannot submit to the local Slurm (their
-  image has no Slurm client, munge socket or slurm.conf), so slurm's ``--export`` is tested
-  outside this stack only.
+  image has no Slurm client, munge socket or slurm.conf): this module does not cover slurm.
 - A mapped sweep: ``TorchXOperator.partial(...).expand(component_args=...)``, 3 DDP apps, all
   succeed, each with its map index in its labels.
 
