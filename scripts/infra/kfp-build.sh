@@ -27,6 +27,7 @@ go_bin() {
 key() {
   local m
   for m in $MODULES; do cat "$SRC/$m/go.mod" "$SRC/$m/go.sum" "$SRC/$m/tools.go"; done |
+    cat - "$SRC"/*/overlay/*.go |
     cat - "$here/kfp-build.sh" | sha256sum | cut -c1-16
 }
 
@@ -38,12 +39,29 @@ rm -rf "$OUT.new" && mkdir -p "$OUT.new"
 export GOMODCACHE=$CACHE/go/mod GOCACHE=$CACHE/go/build GOTOOLCHAIN=local CGO_ENABLED=0 \
   GOFLAGS="-trimpath -mod=readonly" GOPATH=$CACHE/go/path
 
+# with_files MODULE_DIR MODULE TARGET_PKG_DIR: builds of MODULE_DIR use a writable copy of MODULE
+# (as the proxy serves it, unpacked under $WORK/src) with go/MODULE_DIR/overlay/*.go added to its
+# package directory TARGET_PKG_DIR, through a generated go.mod (-modfile) that replaces MODULE by
+# the copy; the committed go.mod stays as it is. (`go build -overlay` refuses files in GOMODCACHE.)
+with_files() {
+  local dir=$1 mod=$2 pkgdir=$3 from copy
+  from=$(cd "$SRC/$dir" && "$G" list -m -f '{{.Dir}}' "$mod")
+  copy=$WORK/src/$(basename "$from")
+  rm -rf "$copy" && mkdir -p "$WORK/src" && cp -r "$from" "$copy" && chmod -R u+w "$copy"
+  cp "$SRC/$dir"/overlay/*.go "$copy/$pkgdir/"
+  cp "$SRC/$dir/go.mod" "$WORK/$dir.mod" && cp "$SRC/$dir/go.sum" "$WORK/$dir.sum"
+  "$G" mod edit -replace="$mod=$copy" "$WORK/$dir.mod"
+  MODFILE[$dir]=$WORK/$dir.mod
+}
+declare -A MODFILE=()
+
 # build MODULE_DIR NAME PACKAGE [LDFLAGS]: one command into $OUT.new/NAME, timed in build.log.
 build() {
   local dir=$1 name=$2 pkg=$3 ldflags=${4:-} t0
   t0=$(date +%s)
   log "building $name ($pkg)"
-  (cd "$SRC/$dir" && nice -n 19 "$G" build -ldflags "-s -w $ldflags" -o "$OUT.new/$name" "$pkg") \
+  (cd "$SRC/$dir" && nice -n 19 "$G" build ${MODFILE[$dir]:+-modfile="${MODFILE[$dir]}"} \
+    -ldflags "-s -w $ldflags" -o "$OUT.new/$name" "$pkg") \
     >>"$WORK/build.log" 2>&1 || { tail -n 30 "$WORK/build.log" >&2; exit 1; }
   echo "built $name in $(($(date +%s) - t0)) s" >>"$WORK/build.log"
 }
@@ -51,6 +69,8 @@ build() {
 : >"$WORK/build.log"
 start=$(date +%s)
 argo=github.com/argoproj/argo-workflows/v4
+# Argo's Linux signal file is a symbolic link in its repository, absent from the module zip
+with_files argo "$argo" workflow/executor/osspecific
 build argo argoexec "$argo/cmd/argoexec" "-X $argo.version=v4.0.5"
 build argo workflow-controller "$argo/cmd/workflow-controller" "-X $argo.version=v4.0.5"
 build objstore weed github.com/seaweedfs/seaweedfs/weed
