@@ -194,9 +194,7 @@ class JobSetOps:
         out = []
         for item in self._list(namespace, _SELECTOR):
             name = str(item["metadata"]["name"])
-            jobs = (item.get("status") or {}).get("replicatedJobsStatus") or []
-            running = AppState.RUNNING if any(j.get("ready") for j in jobs) else AppState.PENDING
-            state = jobset_state(item, [running])
+            state = jobset_state(item, [_list_state(item)])
             out.append(ListAppResponse(app_id=f"{namespace}:{name}", state=state, name=name))
         return out
 
@@ -283,6 +281,19 @@ class JobSetOps:
         except _api_exception() as e:
             if getattr(e, "status", None) != 404:
                 raise
+
+
+def _list_state(jobset: dict[str, Any]) -> AppState:
+    """The replicas' state as the JobSet's counts show it (no pods read)."""
+    counts = {
+        j.get("name"): j for j in (jobset.get("status") or {}).get("replicatedJobsStatus") or []
+    }
+    wanted = jobset["spec"]["replicatedJobs"]
+    if wanted and all(
+        (counts.get(r["name"]) or {}).get("succeeded", 0) >= r.get("replicas", 1) for r in wanted
+    ):
+        return AppState.SUCCEEDED  # before the controller writes its Completed condition
+    return AppState.RUNNING if any(j.get("ready") for j in counts.values()) else AppState.PENDING
 
 
 def _create_error(e: Any, namespace: str, name: str) -> Exception:

@@ -106,7 +106,12 @@ def test_jobset_2x2_rank0_by_dns_logs_list_cancel_delete(sched: Any, ns: str) ->
     worker1 = "".join(sched.log_iter(app_id, "worker", 1))
     assert f"reached {name}-trainer-0-0.{name}" in worker1 and "peer 1" in worker1
     assert [r.id for r in desc.roles_statuses[1].replicas] == [0, 1]
-    assert {a.app_id: a.state for a in sched.list()}[app_id] == AppState.SUCCEEDED
+
+    def listed() -> Any:  # list reads the JobSet's own counts, written a moment later
+        states = {a.app_id: a.state for a in sched.list({"namespace": ns})}
+        return states[app_id] == AppState.SUCCEEDED or None
+
+    wait_until("list to show the app SUCCEEDED", listed, 60)
     # cancel keeps the JobSet (CANCELLED) until deleted
     other = sched.submit(AppDef("sleeper", [role("s", "sleep 600")]), cfg(ns))
     wait_state(sched, other, lambda s: s == AppState.RUNNING)
