@@ -53,7 +53,6 @@ def _connection_config(args: argparse.Namespace) -> metadata_store_pb2.Connectio
         config.mysql.socket = args.mysql_socket
         config.mysql.database = args.mysql_db
         config.mysql.user = args.mysql_user
-        config.mysql.create_if_not_exists = True
     return config
 
 
