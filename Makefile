@@ -55,6 +55,7 @@ test: $(STAMP_DEV)
 	$(BIN)/ruff check core adapters tests bench examples pipelines dags scripts
 	$(BIN)/ruff format --check core adapters tests bench examples pipelines dags scripts
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 	PATH="$(CURDIR)/$(BIN):$$PATH" scripts/infra/with-infra.sh $(PYTEST) \
 	  --continue-on-collection-errors $(PYTEST_ARGS)
 
@@ -70,6 +71,7 @@ docs: $(STAMP_DEV)
 lint: $(STAMP_DEV)
 	$(BIN)/ruff check core adapters tests bench examples pipelines dags scripts
 	$(BIN)/ruff format --check core adapters tests bench examples pipelines dags scripts
+	$(BIN)/lint-imports
 
 typecheck: $(STAMP_DEV)
 	$(BIN)/mypy

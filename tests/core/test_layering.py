@@ -1,29 +1,21 @@
-"""Layering contracts, checked on the source (AST): who may import whom.
+"""Import rules that import-linter cannot express (the rest: ``[tool.importlinter]``).
 
-- ``torchx`` never imports an adapter (``torchx_airflow``, ``torchx_kfp``);
-- an adapter imports only public ``torchx`` names: no ``torchx.x._y`` module and no ``_name``
-  from a ``torchx`` module (dunders such as ``__version__`` are public; an adapter's own
-  ``_private`` modules are its business), ``if TYPE_CHECKING:`` imports included;
-- ``torchx.specs`` never imports ``torchx.runner``, ``torchx.schedulers`` or ``torchx.cli``;
-- ``torchx.schedulers`` never imports ``torchx.runner`` or ``torchx.cli``;
-- ``torchx.util`` is the bottom layer (DESIGN.md §1: specs, schedulers, runner, tracker, cli
-  all build on it): it imports only itself, the root package ``torchx`` and its leaf modules
-  ``torchx.settings`` and ``torchx.version``; everything else in ``torchx`` is above it. The
-  one exception is listed in :data:`UTIL_EXCEPTIONS`: ``torchx.util.log_tee_helpers`` is
-  TorchX's public path of ``tee_logs`` and re-exports it (with ``LogTee``) from the runner;
-- no import cycle among the core modules, checked twice: on what runs (module- and
-  function-level imports) and on every import including ``if TYPE_CHECKING:`` ones (a
-  type-only cycle still ties two modules together, and ``typing.get_type_hints`` runs it);
-  the second check leaves out a module's import of its own parent package (Python imports
-  the package first anyway; a lazy package's ``__init__`` names its submodules' types);
+``lint-imports`` (``make test``, ``make lint``) checks the layers of core's packages, that no
+package has an import cycle among its sub-packages and modules, that a private ``torchx``
+module is imported only inside its parent package (so never by an adapter), that core never
+imports an adapter and that the adapters are independent. What is left here, checked on the
+source (AST):
+
+- an adapter imports no ``_name`` from a ``torchx`` module (dunders such as ``__version__``
+  are public), ``if TYPE_CHECKING:`` imports included;
 - the local supervisor (``torchx.schedulers._local.supervisor``) imports only the standard
   library, with every torchx module it pulls in;
-- the two adapters never import each other.
+- every package root still holds the modules these checks and the contracts are about (a
+  moved root fails here instead of passing with nothing checked).
 
 Every import counts, at module level or inside a function, and ``importlib.import_module``
 with a literal name too; only ``if TYPE_CHECKING:`` blocks (never executed) are skipped,
-except where said above. An ``import_module`` with a computed name (a lazy package's
-``__getattr__``) is not seen.
+except where said above.
 """
 
 from __future__ import annotations
@@ -127,31 +119,6 @@ def imports_of(module: str, lazy: bool = True, typing: bool = False) -> frozense
     return frozenset(found)
 
 
-def _violations(sources: str, forbidden: tuple[str, ...]) -> list[str]:
-    bad = []
-    for module in sorted(modules()):
-        if module != sources and not module.startswith(sources + "."):
-            continue
-        for target in sorted(imports_of(module)):
-            if any(target == f or target.startswith(f + ".") for f in forbidden):
-                bad.append(f"{module} imports {target}")
-    return bad
-
-
-@pytest.mark.parametrize(
-    ("sources", "forbidden"),
-    [
-        ("torchx", ("torchx_airflow", "torchx_kfp")),
-        ("torchx.specs", ("torchx.runner", "torchx.schedulers", "torchx.cli")),
-        ("torchx.schedulers", ("torchx.runner", "torchx.cli")),
-        ("torchx_airflow", ("torchx_kfp",)),
-        ("torchx_kfp", ("torchx_airflow",)),
-    ],
-)
-def test_layer_never_imports(sources: str, forbidden: tuple[str, ...]) -> None:
-    assert _violations(sources, forbidden) == []
-
-
 def _in(target: str, package: str) -> bool:
     return target == package or target.startswith(package + ".")
 
@@ -162,6 +129,7 @@ def _is_private(target: str) -> bool:
 
 @pytest.mark.parametrize("adapter", ["torchx_airflow", "torchx_kfp"])
 def test_adapters_import_only_public_torchx_names(adapter: str) -> None:
+    """No ``torchx.x._y`` module (lint-imports checks it too) and no ``_name`` from one."""
     bad = [
         f"{module} imports {target}"
         for module in sorted(m for m in modules() if _in(m, adapter))
@@ -169,85 +137,6 @@ def test_adapters_import_only_public_torchx_names(adapter: str) -> None:
         if _in(target, "torchx") and _is_private(target)
     ]
     assert bad == []
-
-
-# what the bottom layer may import: itself, the root package and its leaf modules
-UTIL_MAY_IMPORT = ("torchx.util", "torchx.settings", "torchx.version")
-# {util module: the modules above util it may import, and why}
-UTIL_EXCEPTIONS = {
-    # TorchX's public path of tee_logs; LogTee lives with the runner it reads logs through
-    "torchx.util.log_tee_helpers": ("torchx.runner._log_tee",),
-}
-
-
-def test_util_imports_nothing_above_it() -> None:
-    bad = []
-    for module in sorted(m for m in modules() if _in(m, "torchx.util")):
-        allowed = UTIL_MAY_IMPORT + UTIL_EXCEPTIONS.get(module, ())
-        for target in sorted(imports_of(module, typing=True)):
-            above = _in(target, "torchx") and target != "torchx"
-            if above and not any(_in(target, a) for a in allowed):
-                bad.append(f"{module} imports {target}")
-    assert bad == []
-
-
-def test_util_exceptions_are_still_needed() -> None:
-    """An exception that no longer matches an import is removed from the list."""
-    for module, targets in UTIL_EXCEPTIONS.items():
-        for target in targets:
-            assert target in imports_of(module, typing=True), f"{module}: drop {target}"
-
-
-def _core_graph(typing: bool) -> dict[str, list[str]]:
-    """``{core module: [core modules it imports]}``; see the module docstring for ``typing``."""
-    graph: dict[str, list[str]] = {}
-    for module in sorted(m for m in modules() if _in(m, "torchx")):
-        targets = imports_of(module, typing=typing)
-        graph[module] = sorted(
-            t
-            for t in targets
-            if t in modules() and _in(t, "torchx") and t != module
-            if not (typing and module.startswith(t + "."))
-        )
-    return graph
-
-
-def find_cycle(graph: dict[str, list[str]]) -> list[str]:
-    """Returns one cycle as ``[a, b, ..., a]`` (``a`` imports ``b`` ...), or ``[]``."""
-    state: dict[str, int] = {}  # 1: on the current path, 2: done
-    path: list[str] = []
-
-    def visit(node: str) -> list[str]:
-        state[node] = 1
-        path.append(node)
-        for nxt in graph.get(node, ()):
-            if state.get(nxt) == 1:
-                return [*path[path.index(nxt) :], nxt]
-            if nxt not in state:
-                found = visit(nxt)
-                if found:
-                    return found
-        path.pop()
-        state[node] = 2
-        return []
-
-    for node in graph:
-        if node not in state:
-            found = visit(node)
-            if found:
-                return found
-    return []
-
-
-@pytest.mark.parametrize("typing", [False, True], ids=["run-time", "with-type-checking"])
-def test_no_import_cycle_in_core(typing: bool) -> None:
-    cycle = find_cycle(_core_graph(typing))
-    assert cycle == [], "import cycle: " + " -> ".join(cycle)
-
-
-def test_find_cycle_reports_the_cycle() -> None:
-    assert find_cycle({"a": ["b"], "b": ["c"], "c": ["a"], "d": []}) == ["a", "b", "c", "a"]
-    assert find_cycle({"a": ["b", "c"], "b": ["c"], "c": []}) == []
 
 
 def _closure(start: str) -> tuple[set[str], set[str]]:
@@ -293,6 +182,22 @@ def test_supervisor_import_at_runtime_loads_no_third_party_module(entry: str) ->
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+# {package: a module each root must hold}; the contracts in pyproject.toml name these packages
+EXPECTED = {
+    "torchx": ("torchx.specs.api", "torchx.runner.api", "torchx.schedulers.api", "torchx.cli.main"),
+    "torchx_airflow": ("torchx_airflow.operators",),
+    "torchx_kfp": ("torchx_kfp.component", "torchx_kfp.launcher"),
+}
+
+
+@pytest.mark.parametrize("package", sorted(PACKAGES))
+def test_every_package_root_is_where_the_checks_look(package: str) -> None:
+    found = modules()
+    assert PACKAGES[package].is_dir(), f"{package} moved: update PACKAGES and [tool.importlinter]"
+    assert all(m in found for m in EXPECTED[package])
+    assert sum(1 for m in found if _in(m, package)) >= 10
 
 
 def test_the_checker_sees_lazy_and_relative_imports(tmp_path: Path) -> None:

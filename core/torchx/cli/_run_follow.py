@@ -56,7 +56,7 @@ class _StatusLog:
         self._seen: set[str] = set()
 
     def __call__(self, status: AppStatus) -> None:
-        from torchx.runner._follow_startup import status_message
+        from torchx.runner.follow import status_message
 
         msg = status_message(status)
         if status.is_terminal() or not msg or msg in self._seen:

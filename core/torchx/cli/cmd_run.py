@@ -356,6 +356,6 @@ def _supervisor_started_early(args: argparse.Namespace) -> contextlib.AbstractCo
     """A local_cwd app's supervisor starts while the component loads (see ``local_scheduler``)."""
     if args.stdin or args.dryrun or args.scheduler != "local_cwd":
         return contextlib.nullcontext()
-    from torchx.schedulers._local._launch import prestarted_supervisor
+    from torchx.schedulers.local_scheduler import prestarted_supervisor
 
     return prestarted_supervisor()

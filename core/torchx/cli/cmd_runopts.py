@@ -31,7 +31,7 @@ class CmdRunopts(SubCommand):
 
     def run(self, args: argparse.Namespace) -> None:
         r"""Prints ``"{scheduler}:\\n{runopts}\\n"`` per scheduler."""
-        from torchx.runner._config_io import scheduler_run_opts
+        from torchx.runner.config_io import scheduler_run_opts
         from torchx.schedulers import get_scheduler_factories
 
         factories = get_scheduler_factories()

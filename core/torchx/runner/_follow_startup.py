@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Optional
 
-from torchx.specs._constants import NONE
+from torchx.specs.options import NONE
 
 if TYPE_CHECKING:
     from torchx.specs.api import AppStatus

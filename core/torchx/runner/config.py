@@ -34,7 +34,7 @@ import logging
 from collections.abc import Iterable
 from typing import IO, TYPE_CHECKING, Optional
 
-from torchx.runner._config_io import dump_scheduler_sections, scheduler_run_opts
+from torchx.runner.config_io import dump_scheduler_sections, scheduler_run_opts
 from torchx.schedulers import get_scheduler_factories
 from torchx.settings import ENV_TORCHXCONFIG
 from torchx.specs import torchxconfig as _tc

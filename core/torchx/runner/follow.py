@@ -60,6 +60,7 @@ from torchx.runner._follow_core import CANCEL_WAIT, JOIN_TIMEOUT, FollowCore
 from torchx.runner._follow_engine import Action, Stop
 from torchx.runner._follow_logs import Replica
 from torchx.runner._follow_result import FollowResult, failure_message
+from torchx.runner._follow_startup import status_message
 from torchx.runner._follow_transient import (
     DEFAULT_TRANSIENT_TIMEOUT,
     SchedulerUnreachableError,
@@ -84,6 +85,7 @@ __all__ = [
     "failure_message",
     "follow",
     "is_transient",
+    "status_message",
 ]
 
 LogCallback = Callable[[str], None]

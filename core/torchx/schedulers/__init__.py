@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
     from torchx.schedulers._factory import SchedulerFactory
     from torchx.schedulers.api import Scheduler
-    from torchx.specs._runopts import runopts
+    from torchx.specs.options import runopts
 
 __all__ = [
     "DEFAULT_SCHEDULER_MODULES",

@@ -21,9 +21,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar, Union
 
-from torchx.specs._constants import cases
-from torchx.specs._errors import InvalidRunConfigException
-from torchx.specs._runopts import CfgVal, runopts
+from torchx.specs.options import CfgVal, InvalidRunConfigException, cases, runopts
 
 __all__ = ["StructuredOpts"]
 

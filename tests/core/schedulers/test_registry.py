@@ -149,7 +149,7 @@ def test_skip_defaults_returns_plugins_only(install_plugins: Any) -> None:
 
 
 def test_static_run_opts_of_local_cwd_are_the_schedulers() -> None:
-    from torchx.runner._config_io import scheduler_run_opts
+    from torchx.runner.config_io import scheduler_run_opts
     from torchx.schedulers.local_scheduler import Opts, create_scheduler
 
     factory: Any = get_scheduler_factories()["local_cwd"]
@@ -167,7 +167,7 @@ def test_static_run_opts_of_local_cwd_are_the_schedulers() -> None:
 def test_plugin_replacing_local_cwd_gives_its_own_run_opts(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from torchx.runner._config_io import scheduler_run_opts
+    from torchx.runner.config_io import scheduler_run_opts
 
     (tmp_path / "tmp_opts_plugin.py").write_text(
         textwrap.dedent(

@@ -14,7 +14,7 @@ from torchx.schedulers._api_opts import StructuredOpts
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from torchx.specs._runopts import runopts
+    from torchx.specs.options import runopts
 
 __all__ = ["Opts", "run_opts"]
 

@@ -1,4 +1,8 @@
-"""Writing ``.torchxconfig`` files and scheduler run options (helpers of ``runner.config``)."""
+"""Writing ``.torchxconfig`` files and scheduler run options, without the runner.
+
+Public for code that needs only these (``torchx runopts``, ``runner.config``): importing it
+imports neither ``logging`` nor the app types.
+"""
 
 from __future__ import annotations
 
