@@ -4,8 +4,9 @@
 #   go/k8s      kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl
 #               (Kubernetes v1.35.4) and etcd (etcd server v3.6.5, the one Kubernetes 1.35 pins)
 #   go/coredns  coredns          go/kueue  kueue          go/jobset  jobset
-# The build is keyed by a hash of those go.mod/go.sum files and of this script: a change rebuilds,
-# an unchanged tree returns at once (prints the bin directory). Module downloads and the Go build
+# The build is keyed by a hash of those go.mod/go.sum/tools.go files and of BUILD_REV (bump it when
+# the way of building changes): a change rebuilds, an unchanged tree returns at once (prints the bin
+# directory). Concurrent calls wait for one build ($WORK/build.lock). Module downloads and the Go build
 # cache live under $TORCHX_FLOW_CACHE/go, outside the checkout. Needs Go >= 1.25 (GO, or
 # /usr/local/go/bin/go, or go on PATH) and the Go module proxy; runs under `nice -n 15`.
 set -euo pipefail
@@ -15,6 +16,7 @@ SRC=$here/go
 WORK=$CACHE/k8s-current
 OUT=$WORK/bin
 K8S_VERSION=v1.35.4
+BUILD_REV=1
 
 go_bin() {
   if [ -n "${GO:-}" ]; then echo "$GO"; return; fi
@@ -23,13 +25,17 @@ go_bin() {
 }
 
 key() {
-  (cd "$SRC" && cat ./*/go.mod ./*/go.sum ./*/tools.go "$here/k8s-build-current.sh") | sha256sum | cut -c1-16
+  { (cd "$SRC" && cat ./*/go.mod ./*/go.sum ./*/tools.go); echo "$K8S_VERSION $BUILD_REV"; } |
+    sha256sum | cut -c1-16
 }
 
 k=$(key)
 if [ -f "$WORK/built-$k" ]; then echo "$OUT"; exit 0; fi
-G=$(go_bin)
 mkdir -p "$WORK" "$CACHE/go"
+exec 9>"$WORK/build.lock"
+flock 9
+if [ -f "$WORK/built-$k" ]; then echo "$OUT"; exit 0; fi  # built while we waited
+G=$(go_bin)
 rm -rf "$OUT.new" && mkdir -p "$OUT.new"
 export GOMODCACHE=$CACHE/go/mod GOCACHE=$CACHE/go/build GOTOOLCHAIN=local CGO_ENABLED=0 \
   GOFLAGS="-trimpath -mod=readonly" GOPATH=$CACHE/go/path

@@ -21,7 +21,7 @@ kubectl() { "$BIN/kubectl" --kubeconfig="$KC" "$@"; }
 
 spawn() {
   local name=$1; shift
-  setsid nohup "$@" </dev/null >"$D/$name.log" 2>&1 &
+  setsid nohup "$@" </dev/null >"$D/$name.log" 2>&1 8>&- &
   echo $! >"$D/$name.pid"
   echo "$name" >>"$D/addons"
 }
@@ -69,6 +69,9 @@ crds() {
             clientConfig: {url: $url, caBundle: $ca}}}
         else . end'
   done | kubectl apply --server-side --force-conflicts -f - >/dev/null
+  # the managers fail at start on kinds the API server does not serve yet
+  kubectl wait --for=condition=Established --timeout=60s \
+    $(for f in "$dir"/*.yaml; do echo "crd/$(awk '/^  name: / {print $2; exit}' "$f")"; done) >/dev/null
 }
 
 healthy() { curl -sf -m 2 "http://127.0.0.1:$1/readyz" >/dev/null; }
@@ -114,7 +117,13 @@ internalCertManagement: {enable: false}
 integrations:
   frameworks: ["batch/job", "jobset.x-k8s.io/jobset"]
 EOC
-  spawn kueue env KUBECONFIG="$KC" "$BIN/kueue" --config="$D/kueue.yaml" --feature-gates=VisibilityOnDemand=false
+  # without its internal certificate management Kueue reads a metrics certificate from the fixed
+  # path /etc/kueue/metrics/certs: a bind mount in Kueue's own mount namespace provides it (the
+  # host keeps only the empty directory, removed by k8s-current.sh stop)
+  mkdir -p /etc/kueue/metrics/certs
+  spawn kueue unshare --mount --propagation private sh -c \
+    'mount --bind "$1" /etc/kueue/metrics/certs && shift && exec "$@"' kueue "$D/kueue-certs" \
+    env KUBECONFIG="$KC" "$BIN/kueue" --config="$D/kueue.yaml" --feature-gates=VisibilityOnDemand=false
   wait_for 90 healthy $((KUEUE_PORT + 1)) || { log "Kueue did not start:"; tail -n 15 "$D/kueue.log" >&2; return 1; }
   webhooks kueue "$KUEUE_SRC/webhook/manifests.yaml" "$KUEUE_PORT" \
     '[.rules[]?.apiGroups[]?] | any(. == "batch" or . == "kueue.x-k8s.io" or . == "jobset.x-k8s.io")'

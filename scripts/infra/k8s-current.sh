@@ -56,8 +56,14 @@ running() {
 # spawn NAME CMD...: runs CMD in its own session, logging to $D/NAME.log, pid in $D/NAME.pid.
 spawn() {
   local name=$1; shift
-  setsid nohup "$@" </dev/null >"$D/$name.log" 2>&1 &
+  setsid nohup "$@" </dev/null >"$D/$name.log" 2>&1 8>&- &
   echo $! >"$D/$name.pid"
+}
+
+# one start or stop at a time: several test runs may call this script at once
+lock() {
+  exec 8>"$RUN/k8s-current.lock"
+  flock 8
 }
 
 write_credentials() (
@@ -228,6 +234,13 @@ cluster.local:53 in-addr.arpa:53 ip6.arpa:53 {
   }
   cache 5
 }
+# every other name: NXDOMAIN (no upstream here), so resolvers go on through their search list
+.:53 {
+  bind $GATEWAY
+  template ANY ANY {
+    rcode NXDOMAIN
+  }
+}
 EOC
   spawn coredns "$BIN/coredns" -conf "$D/Corefile"
 }
@@ -265,7 +278,7 @@ start() {
   if running && api_ready && node_ready; then echo "KUBECONFIG=$KC"; return 0; fi
   stop
   apt_install containerd containernetworking-plugins iptables conntrack curl jq openssl
-  flock "$CACHE/k8s-current-build.lock" "$here/k8s-build-current.sh" >/dev/null
+  "$here/k8s-build-current.sh" >/dev/null  # once (it locks against concurrent builds)
   mkdir -p "$D"
   start_containerd
   wait_for 30 ctr_ version || fail "containerd did not start" containerd
@@ -319,7 +332,7 @@ clean_network() {
   local c dir
   for c in $(iptables -t nat -S POSTROUTING 2>/dev/null | awk '/torchx-flow-current/ && /-j CNI-/ {
       for (i = 1; i <= NF; i++) if ($i == "-j") print $(i + 1) }'); do
-    iptables -t nat -S POSTROUTING | grep -- "-j $c " | sed 's/^-A/-D/' |
+    iptables -t nat -S POSTROUTING | awk -v c="$c" '$NF == c {sub(/^-A/, "-D"); print}' |
       while read -r rule; do eval "iptables -t nat $rule" 2>/dev/null || true; done
     iptables -t nat -F "$c" 2>/dev/null || true
     iptables -t nat -X "$c" 2>/dev/null || true
@@ -338,6 +351,7 @@ stop() {
     stop_pidfile "$D/$c.pid"
   done
   rm -f "$D/addons"
+  rmdir /etc/kueue/metrics/certs /etc/kueue/metrics /etc/kueue 2>/dev/null || true
   unmount_under "$D/kubelet"
   unmount_under "$D/containerd-state"
   unmount_under "$CTRD_ROOT/io.containerd.grpc.v1.cri"
@@ -346,8 +360,8 @@ stop() {
 }
 
 case "${1:-}" in
-  start) start ;;
-  stop) stop; log "stopped" ;;
+  start) lock; start ;;
+  stop) lock; stop; log "stopped" ;;
   env) running && api_ready && node_ready && echo "KUBECONFIG=$KC" ;;
   load) shift; [ $# -gt 0 ] || { echo "usage: $0 load IMAGE..." >&2; exit 2; }; load_images "$@" ;;
   *) echo "usage: $0 start|stop|env|load IMAGE..." >&2; exit 2 ;;
