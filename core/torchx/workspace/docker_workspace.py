@@ -7,8 +7,8 @@ exclude. ``Dockerfile.torchx`` in the workspace is used when present; otherwise 
 resulting ``sha256:`` image id becomes ``role.image``. With the run option ``image_repo`` the
 images are tagged ``{image_repo}:{hash}`` and pushed when the app is scheduled.
 
-The engine is reached through :mod:`torchx.schedulers._docker._client` (the only module that
-imports the ``docker`` SDK), created lazily.
+The engine is reached through :mod:`torchx.workspace.docker_images` (it imports the ``docker``
+SDK), created lazily; ``local_docker`` passes its own engine (a subclass) to share one client.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from torchx.workspace._ignore import IgnoreRules
 from torchx.workspace.api import WorkspaceMixin, walk_workspace
 
 if TYPE_CHECKING:
-    from torchx.schedulers._docker._client import DockerEngine
+    from torchx.workspace.docker_images import DockerImages
 
 __all__ = [
     "DEFAULT_DOCKERFILE",
@@ -59,7 +59,8 @@ class DockerWorkspaceMixin(WorkspaceMixin[dict[str, tuple[str, str]]]):
 
     Args:
         docker_client: a ``docker.DockerClient``; default: from the environment on first use.
-        engine: an existing :class:`~torchx.schedulers._docker._client.DockerEngine` to share.
+        engine: an existing :class:`~torchx.workspace.docker_images.DockerImages` to share
+            (``local_docker`` passes its engine).
     """
 
     LABEL_VERSION: str = "torchx.pytorch.org/version"
@@ -68,18 +69,19 @@ class DockerWorkspaceMixin(WorkspaceMixin[dict[str, tuple[str, str]]]):
         self,
         *args: Any,
         docker_client: Optional[Any] = None,
-        engine: Optional[DockerEngine] = None,
+        engine: Optional[DockerImages] = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
         self.__docker_client = docker_client
         self.__engine = engine
 
-    def _workspace_engine(self) -> DockerEngine:
+    def _workspace_engine(self) -> DockerImages:
         if self.__engine is None:
-            from torchx.schedulers._docker._client import DockerEngine
+            # lazy: the docker SDK (docker_scheduler and kubernetes_scheduler import this module)
+            from torchx.workspace.docker_images import DockerImages
 
-            self.__engine = DockerEngine(self.__docker_client)
+            self.__engine = DockerImages(self.__docker_client)
         return self.__engine
 
     def workspace_opts(self) -> runopts:

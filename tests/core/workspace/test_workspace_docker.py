@@ -123,7 +123,7 @@ def test_build_adds_files_on_top_of_role_image_and_runs(tmp_path: Path, images: 
 
 @pytest.mark.docker
 def test_failing_build_shows_the_log_tail(tmp_path: Path) -> None:
-    from torchx.schedulers._docker._client import ImageBuildError
+    from torchx.workspace.docker_images import ImageBuildError
 
     ws = tmp_path / "bad"
     ws.mkdir()
@@ -161,7 +161,7 @@ def test_push_to_the_local_registry(tmp_path: Path, images: list[str]) -> None:
 
 @pytest.mark.docker
 def test_unreachable_registry_is_one_line(tmp_path: Path, images: list[str]) -> None:
-    from torchx.schedulers._docker._client import ImageBuildError
+    from torchx.workspace.docker_images import ImageBuildError
 
     role = Role("r", BUSYBOX, workspace=Workspace({str(_project(tmp_path)): ""}))
     app = AppDef("push", roles=[role])

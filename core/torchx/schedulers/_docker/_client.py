@@ -1,15 +1,14 @@
-"""The one module that imports the ``docker`` SDK: a small engine facade for ``local_docker``.
+"""The engine facade of ``local_docker``: containers, networks and markers over the ``docker`` SDK.
 
-:class:`DockerEngine` wraps an injected (or lazily created) ``docker.DockerClient`` and turns
-SDK errors into one-line exceptions. The scheduler and the image workspace only call this facade,
-so they import ``docker`` nowhere.
+:class:`DockerEngine` extends the image workspace's
+:class:`~torchx.workspace.docker_images.DockerImages` (one injected or lazily created
+``docker.DockerClient``, SDK errors turned into one-line exceptions) with what the scheduler
+needs; the scheduler calls only this facade, and shares it with its workspace.
 """
 
 from __future__ import annotations
 
-import os
 import re
-import sys
 import time
 from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -18,9 +17,16 @@ from typing import Any, Optional
 
 import docker
 import docker.errors
-from requests.exceptions import RequestException  # type: ignore[import-untyped]
 
 from torchx.schedulers._docker._request import DockerContainer
+from torchx.workspace.docker_images import (
+    DEFAULT_SOCKET,
+    DockerImages,
+    DockerUnavailableError,
+    ImageBuildError,
+    short_error,
+    unreachable_message,
+)
 
 __all__ = [
     "DEFAULT_SOCKET",
@@ -30,175 +36,16 @@ __all__ = [
     "unreachable_message",
 ]
 
-DEFAULT_SOCKET = "unix:///var/run/docker.sock"
 _CHANGE_EVENTS = ("start", "die", "pause", "unpause", "destroy")
 _EXITED = re.compile(r"^\w+ \((-?\d+)\)")
 
 
-class DockerUnavailableError(RuntimeError):
-    """No Docker engine answers (the message is one line naming ``DOCKER_HOST``)."""
-
-
-class ImageBuildError(RuntimeError):
-    """An image build or push failed (the message ends with the build log's last lines)."""
-
-
-def unreachable_message(reason: str) -> str:
-    """Returns the one-line message for an engine that cannot be reached.
-
-    Args:
-        reason: a short reason (the connection error's text).
-    """
-    host = os.environ.get("DOCKER_HOST")
-    where = f"DOCKER_HOST={host}" if host else f"DOCKER_HOST unset, tried {DEFAULT_SOCKET}"
-    reason = " ".join(reason.split())[:200]
-    return (
-        f"cannot reach a Docker engine ({where}): {reason}. Start one (scripts/infra/up.sh) or set"
-        " DOCKER_HOST, or run without containers: -s local_cwd"
-    )
-
-
-def _short(e: BaseException) -> str:
-    return " ".join(str(e).split())[:300]
-
-
-class DockerEngine:
-    """What ``local_docker`` and ``DockerWorkspaceMixin`` need from a Docker engine.
+class DockerEngine(DockerImages):
+    """What ``local_docker`` needs from a Docker engine: images (inherited), containers, networks.
 
     Args:
         client: a ``docker.DockerClient``; None connects from the environment on first use.
     """
-
-    def __init__(self, client: Optional[Any] = None) -> None:
-        self._client = client
-        self._injected = client is not None
-        self._checked = client is not None
-
-    def close(self) -> None:
-        """Closes the SDK client if this facade created it (an injected one is the caller's)."""
-        if self._client is not None and not self._injected:
-            self._client.close()
-            self._client = None
-            self._checked = False
-
-    @property
-    def client(self) -> Any:
-        """The SDK client, connected (and pinged once) on first use.
-
-        Raises:
-            DockerUnavailableError: no engine answers.
-        """
-        if self._client is None:
-            try:
-                self._client = docker.from_env()
-            except docker.errors.DockerException as e:
-                raise DockerUnavailableError(unreachable_message(_short(e))) from None
-        if not self._checked:
-            try:
-                self._client.ping()
-            except (docker.errors.DockerException, OSError, RequestException) as e:  # unreachable
-                raise DockerUnavailableError(unreachable_message(_short(e))) from None
-            self._checked = True
-        return self._client
-
-    def engine_id(self) -> str:
-        """The engine's own ID (``docker info``): the same for every client of that engine."""
-        return str(self.client.info()["ID"])
-
-    # -- images --------------------------------------------------------------------------
-
-    def ensure_image(self, image: str) -> None:
-        """Makes sure ``image`` is present, pulling it when missing.
-
-        Raises:
-            RuntimeError: the image is missing and cannot be pulled.
-        """
-        try:
-            self.client.images.get(image)
-            return
-        except docker.errors.ImageNotFound:
-            pass
-        try:
-            self.client.images.pull(image)
-        except docker.errors.DockerException as e:
-            raise RuntimeError(
-                f"image `{image}` is not on the Docker engine and pulling it failed ({_short(e)});"
-                " build or load it first (`docker images` lists what is there)"
-            ) from None
-
-    def image_id(self, image: str) -> Optional[str]:
-        """Returns the id of a local image, or None."""
-        try:
-            return str(self.client.images.get(image).id)
-        except docker.errors.ImageNotFound:
-            return None
-
-    def build(
-        self, context: Any, buildargs: Mapping[str, str], labels: Mapping[str, str], quiet: bool
-    ) -> tuple[str, list[str]]:
-        """Builds an image from a tar build context (a file object).
-
-        Returns:
-            ``(image id, build log lines)``.
-
-        Raises:
-            ImageBuildError: the build failed (with the log's last lines).
-        """
-        log: list[str] = []
-        image_id = ""
-        stream = self.client.api.build(
-            fileobj=context,
-            custom_context=True,
-            dockerfile="Dockerfile.torchx",
-            buildargs=dict(buildargs),
-            labels=dict(labels),
-            rm=True,
-            forcerm=True,
-            pull=False,
-            decode=True,
-        )
-        for chunk in stream:
-            if "stream" in chunk:
-                text = str(chunk["stream"])
-                log.extend(line for line in text.splitlines() if line.strip())
-                if not quiet:
-                    print(text, end="", file=sys.stderr, flush=True)
-            if "aux" in chunk and "ID" in chunk["aux"]:
-                image_id = str(chunk["aux"]["ID"])
-            if "error" in chunk:
-                log.append(str(chunk["error"]).strip())
-                raise ImageBuildError(_with_tail("image build failed", log))
-        if not image_id:
-            raise ImageBuildError(_with_tail("image build produced no image", log))
-        return image_id, log
-
-    def push(self, image: str, repo: str, tag: str) -> None:
-        """Tags ``image`` as ``repo:tag`` and pushes it.
-
-        Raises:
-            ImageBuildError: the push failed (``failed to push docker image: ...``).
-        """
-        log: list[str] = []
-        try:
-            self.client.images.get(image).tag(repo, tag=tag)
-            for chunk in self.client.api.push(repo, tag=tag, stream=True, decode=True):
-                if "error" in chunk:
-                    log.append(str(chunk["error"]).strip())
-                    raise ImageBuildError(_with_tail("failed to push docker image", log))
-                if "status" in chunk:
-                    log.append(str(chunk["status"]))
-        except docker.errors.DockerException as e:
-            log.append(_short(e))
-            raise ImageBuildError(_with_tail("failed to push docker image", log)) from None
-
-    def remove_image(self, image: str) -> None:
-        """Removes an image tag (or id); a missing image is ignored."""
-        try:
-            self.client.images.remove(image, noprune=False)
-        except docker.errors.NotFound:
-            pass
-
-    # -- containers and networks ---------------------------------------------------------
 
     def ensure_network(self, name: str, labels: Mapping[str, str]) -> None:
         """Creates the bridge network ``name`` unless it exists."""
@@ -230,7 +77,7 @@ class DockerEngine:
             )
         except docker.errors.DockerException as e:
             name = container.kwargs.get("name", "")
-            raise RuntimeError(f"could not start container {name}: {_short(e)}") from None
+            raise RuntimeError(f"could not start container {name}: {short_error(e)}") from None
         return str(c.id)
 
     def containers(self, label: str) -> list[dict[str, Any]]:
@@ -357,8 +204,3 @@ def _exit_code(status: str) -> int:
     """Parses the exit code out of a container list ``Status`` ("Exited (3) 2 seconds ago")."""
     m = _EXITED.match(status)
     return int(m.group(1)) if m else 0
-
-
-def _with_tail(what: str, log: list[str], n: int = 5) -> str:
-    tail = " | ".join(line.strip() for line in log[-n:] if line.strip())
-    return f"{what}: {tail}" if tail else what
