@@ -1,11 +1,8 @@
 """The current local cluster of ``scripts/infra/k8s-current.sh`` (Kubernetes 1.35, CoreDNS,
-kube-proxy, Kueue, JobSet): what the Kubernetes tiers will rely on once they move to it.
+kube-proxy, Kueue, JobSet): what the Kubernetes tiers rely on when they run on it.
 
-These tests run when the current cluster is up (``k8s-current.sh env`` finds it) or when
-``TORCHX_FLOW_K8S_CURRENT=1`` is set, in which case the module starts it (building it first on a
-cold machine) and stops it afterwards if it was not running before. Otherwise the class is not
-collected at all, so that a suite that does not start this cluster (CI today) neither skips nor
-fails here; see docs/kubernetes-cluster.md.
+Marked ``k8s_current``: the cluster comes from ``scripts/infra/up.sh`` (or
+``scripts/infra/k8s-current.sh start``); without it the tests skip, and fail under CI.
 """
 
 from __future__ import annotations
@@ -25,44 +22,12 @@ IMAGE = "torchx-flow/busybox:latest"  # loaded into the cluster's containerd by 
 WAIT = 180.0
 
 
-def _env() -> str | None:
-    proc = subprocess.run([str(SCRIPT), "env"], capture_output=True, text=True, timeout=60)
-    out = proc.stdout.strip()
-    return out.removeprefix("KUBECONFIG=") if proc.returncode == 0 and out else None
-
-
-def _enabled() -> bool:
-    if os.environ.get("TORCHX_FLOW_K8S_CURRENT", "") in ("1", "true", "yes"):
-        return True
-    try:
-        return _env() is not None
-    except (OSError, subprocess.SubprocessError):
-        return False
-
-
-ENABLED = _enabled()
-
-
-@pytest.fixture(scope="module")
-def kubeconfig() -> Iterator[str]:
-    """The current cluster's kubeconfig; starts the cluster (and stops it after) if it was down."""
-    found = _env()
-    if found is not None:
-        yield found
-        return
-    proc = subprocess.run([str(SCRIPT), "start"], capture_output=True, text=True, timeout=3600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    try:
-        yield proc.stdout.strip().splitlines()[-1].removeprefix("KUBECONFIG=")
-    finally:
-        subprocess.run([str(SCRIPT), "stop"], capture_output=True, timeout=300, check=True)
-
-
-@pytest.fixture(scope="module")
-def api(kubeconfig: str) -> Any:
+@pytest.fixture
+def api() -> Any:
+    """A client of the current cluster (``KUBECONFIG`` set by the ``k8s_current`` marker)."""
     from kubernetes import config
 
-    return config.new_client_from_config(config_file=kubeconfig)
+    return config.new_client_from_config(config_file=os.environ["KUBECONFIG"])
 
 
 @pytest.fixture
@@ -126,9 +91,7 @@ def _finished(core: Any, ns: str, name: str) -> str | None:
 
 
 class TestCurrentCluster:
-    __test__ = ENABLED
-
-    pytestmark = [pytest.mark.k8s, pytest.mark.slow]
+    pytestmark = [pytest.mark.k8s_current, pytest.mark.slow]
 
     def test_node_is_ready_on_the_pinned_release(self, api: Any) -> None:
         from kubernetes import client
