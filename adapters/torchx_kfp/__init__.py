@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from torchx_kfp._compile.artifacts import output_path
     from torchx_kfp._compile.task_settings import ACCELERATOR_TYPE
-    from torchx_kfp._compile.workflow import pipeline_from_workflow
     from torchx_kfp._errors import TorchXKfpAppError
+    from torchx_kfp._workflow import pipeline_from_workflow
     from torchx_kfp.component import TorchXComponent, component_from_app, container_from_app
     from torchx_kfp.launcher import launcher_component, launcher_from_app
 
@@ -44,7 +44,7 @@ _LAZY = {
     "launcher_component": "torchx_kfp.launcher",
     "launcher_from_app": "torchx_kfp.launcher",
     "output_path": "torchx_kfp._compile.artifacts",
-    "pipeline_from_workflow": "torchx_kfp._compile.workflow",
+    "pipeline_from_workflow": "torchx_kfp._workflow",
 }
 
 

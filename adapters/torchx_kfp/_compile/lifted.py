@@ -208,7 +208,7 @@ def lifted_component(
     """
     from kfp import dsl
 
-    from torchx_kfp.launcher import exec_into_python
+    from torchx_kfp._compile.python_task import exec_into_python
 
     source = _source(func, kind, channels, dict(artifacts or {}))
     filename = f"<torchx_kfp launcher {next(_counter)}>"

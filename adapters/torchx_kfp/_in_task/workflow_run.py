@@ -1,4 +1,4 @@
-"""What a pipeline step's launcher task does at run time (see :mod:`torchx_kfp._compile.workflow`).
+"""What a pipeline step's launcher task does at run time (see :mod:`torchx_kfp._workflow`).
 
 It rebuilds the pipeline from JSON, renders the step with the run's parameters and the
 upstream steps' outputs (the same rendering ``torchx pipeline run`` does), builds the

@@ -30,7 +30,26 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Optional
 
+from torchx.workflow.plan import (
+    Renderer,
+    ValueRenderer,
+    build_step,
+    dependencies,
+    has_refs,
+    order,
+    parent_of,
+    referenced_steps,
+)
+from torchx_kfp._compile.checks import check_single_task
+from torchx_kfp._compile.launcher_pod import mount_claim
+from torchx_kfp._compile.lifted import lift_channels, lifted_component
+from torchx_kfp._compile.macros import app_id_expr, job_id_expr
+from torchx_kfp._compile.placeholders import check_pipeline_spec
 from torchx_kfp._errors import import_kfp
+from torchx_kfp._in_task.workflow_run import pipeline_to_json
+from torchx_kfp._in_task.workflow_step import torchx_workflow_step
+from torchx_kfp.component import container_from_app
+from torchx_kfp.launcher import DEFAULT_LAUNCHER_IMAGE, exec_into_python
 
 import_kfp()
 
@@ -38,7 +57,7 @@ if TYPE_CHECKING:
     from kfp.dsl.pipeline_task import PipelineTask
 
     from torchx.workflow import Pipeline
-    from torchx.workflow.plan import Ref, Renderer
+    from torchx.workflow.plan import Ref
 
 __all__ = ["pipeline_from_workflow"]
 
@@ -48,8 +67,6 @@ _FIELDS = ("app_handle", "app_id", "tracker_run_id")
 
 def _needed(pipeline: Pipeline, name: str, deps: Mapping[str, list[str]]) -> list[str]:
     """The steps whose outputs task ``name`` receives: its dependencies and references."""
-    from torchx.workflow.plan import referenced_steps
-
     return [*deps[name], *(s for s in referenced_steps(pipeline, name) if s not in deps[name])]
 
 
@@ -76,8 +93,6 @@ def _channel_renderer(
     (in its own declared outputs) are those its container task computes from its run-id
     inputs.
     """
-    from torchx.workflow.plan import Renderer
-    from torchx_kfp._compile.macros import app_id_expr, job_id_expr
 
     def step(ref: Ref) -> str:
         if ref.field.startswith("outputs."):
@@ -118,9 +133,6 @@ def _copied_outputs(
 
 def _single_task(pipeline: Pipeline, name: str) -> bool:
     """Whether one KFP container task can run the step (the KFP adapter's rules)."""
-    from torchx.workflow.plan import ValueRenderer, build_step, has_refs
-    from torchx_kfp._compile.checks import check_single_task
-
     step = pipeline.effective(name)
     if any(has_refs(getattr(step, field)) for field in ("resource", "image", "cfg")):
         return False  # a task's resources and image are fixed when the pipeline compiles
@@ -147,9 +159,6 @@ def _container_task(
     The step's ``artifacts`` are output artifacts copied from their declared paths; an
     upstream output artifact in its args is an input artifact (its local path).
     """
-    from torchx.workflow.plan import parent_of
-    from torchx_kfp.component import container_from_app
-
     step = pipeline.effective(name)
     render = _channel_renderer(pipeline, values, tasks, artifacts).render
     args = [render(str(a)) for a in step.args] if isinstance(step.args, list) else []
@@ -191,8 +200,6 @@ def _launcher_task(
     ``artifacts`` output artifacts (:mod:`torchx_kfp._compile.lifted`); the task copies each
     declared output to its artifact once the app SUCCEEDED.
     """
-    from torchx_kfp._compile.lifted import lift_channels
-
     upstream = {
         f"{up}.{f}": _output(tasks[up], f) for up in _needed(pipeline, name, deps) for f in _FIELDS
     }
@@ -253,11 +260,6 @@ def pipeline_from_workflow(
         ValueError: an unknown ``mode``, or a step ``mode="container"`` cannot express.
     """
     from kfp import dsl
-
-    from torchx.workflow.plan import dependencies, order
-    from torchx_kfp._compile.launcher_pod import mount_claim
-    from torchx_kfp._in_task.workflow_run import pipeline_to_json
-    from torchx_kfp.launcher import DEFAULT_LAUNCHER_IMAGE
 
     if mode not in ("auto", "launcher", "container"):
         raise ValueError(f"unknown mode `{mode}`: use auto, launcher or container")
@@ -321,9 +323,6 @@ def _step_components(
     """
     from kfp import dsl
 
-    from torchx_kfp._compile.lifted import lifted_component
-    from torchx_kfp.launcher import exec_into_python
-
     plain: list[Any] = []
 
     def component(channels: Mapping[str, Any], artifacts: Mapping[str, str]) -> Any:
@@ -343,12 +342,9 @@ def _check_backend_rules(graph: Any) -> None:
     """Refuses a pipeline holding a placeholder the KFP backend would leave literal."""
     from google.protobuf import json_format  # type: ignore[import-untyped]
 
-    from torchx_kfp._compile.placeholders import check_pipeline_spec
-
     check_pipeline_spec(json_format.MessageToDict(graph.pipeline_spec))
 
 
 def _step_function() -> Callable[..., Any]:
-    from torchx_kfp._in_task.workflow_step import torchx_workflow_step
 
     return torchx_workflow_step
