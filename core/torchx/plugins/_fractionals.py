@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from torchx.specs.api import Resource
+    from torchx.plugins._types import ResourceLike
 
 __all__ = [
     "EIGHTH",
@@ -31,7 +31,7 @@ SIXTEENTH = 0.0625
 _GiB = 1024
 
 
-def powers_of_two_gpus(resource: Resource) -> dict[float, str]:
+def powers_of_two_gpus(resource: ResourceLike) -> dict[float, str]:
     """Fractions that halve the GPU count down to one GPU, suffixed by the GPU count.
 
     An 8-GPU resource gives ``{1.0: "8", 0.5: "4", 0.25: "2", 0.125: "1"}`` (so
@@ -68,7 +68,7 @@ def _odd_part(n: int) -> int:
     return n
 
 
-def halve_mem_down_to(*, minGiB: int) -> Callable[[Resource], dict[float, str]]:
+def halve_mem_down_to(*, minGiB: int) -> Callable[[ResourceLike], dict[float, str]]:
     """Returns a fractionals function that halves the memory while it stays >= ``minGiB``.
 
     The suffix is the memory of the fraction in GiB: a 64 GiB host with ``minGiB=16`` gives
@@ -83,7 +83,7 @@ def halve_mem_down_to(*, minGiB: int) -> Callable[[Resource], dict[float, str]]:
         (halving further would give fractional GiB).
     """
 
-    def fractions(resource: Resource) -> dict[float, str]:
+    def fractions(resource: ResourceLike) -> dict[float, str]:
         mem_mb = resource.memMB
         if mem_mb <= 0 or mem_mb % _GiB:
             raise ValueError(

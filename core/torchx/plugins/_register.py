@@ -6,7 +6,7 @@ Example (``torchx_plugins/named_resources/my_cluster.py``)::
     from torchx.specs import Resource
 
     @register.named_resource(aliases=["big"], fractionals=powers_of_two_gpus)
-    def gpu_host(fractional: float = 1.0) -> Resource:
+    def gpu_host(fractional: float = 1.0) -> ResourceLike:
         return Resource(cpu=int(64 * fractional), gpu=int(8 * fractional), memMB=...)
 
     @register.scheduler()
@@ -18,13 +18,10 @@ from __future__ import annotations
 import dataclasses
 import sys
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar, Union, overload
+from typing import Any, TypeVar, Union, overload
 
 from torchx.plugins._fractionals import WHOLE
-from torchx.plugins._types import PluginType
-
-if TYPE_CHECKING:
-    from torchx.specs.api import Resource
+from torchx.plugins._types import PluginType, ResourceLike
 
 __all__ = ["FRACTIONAL_TAG", "NAME_TAG", "PLUGIN_NAME_ATTR", "PLUGIN_TYPE_ATTR", "register"]
 
@@ -34,8 +31,10 @@ NAME_TAG = "torchx/named_resources.name"
 FRACTIONAL_TAG = "torchx/named_resources.is_fractional"
 
 F = TypeVar("F", bound=Callable[..., Any])
-Fractionals = Union[Mapping[float, str], Callable[["Resource"], Mapping[float, str]]]
-ResourceFn = Callable[..., "Resource"]
+# a resource is a torchx.specs.Resource; typed structurally (the plugins sit below torchx.specs)
+R = TypeVar("R", bound=ResourceLike)
+Fractionals = Union[Mapping[float, str], Callable[[Any], Mapping[float, str]]]
+ResourceFn = Callable[..., ResourceLike]
 
 
 def _mark(fn: F, plugin_type: PluginType, name: str) -> F:
@@ -44,18 +43,18 @@ def _mark(fn: F, plugin_type: PluginType, name: str) -> F:
     return fn
 
 
-def _tagged(make: Callable[[], Resource], name: str, fractional: bool) -> Resource:
+def _tagged(make: Callable[[], ResourceLike], name: str, fractional: bool) -> ResourceLike:
     res = make()
     tags = {**res.tags, NAME_TAG: name, FRACTIONAL_TAG: fractional}
     return dataclasses.replace(res, tags=tags)
 
 
 def _factory(
-    fn: ResourceFn, module: str, name: str, call: Callable[[], Resource]
-) -> Callable[[], Resource]:
+    fn: ResourceFn, module: str, name: str, call: Callable[[], ResourceLike]
+) -> Callable[[], ResourceLike]:
     """Wraps ``call`` as a plugin factory named ``name`` that looks defined in ``module``."""
 
-    def factory() -> Resource:
+    def factory() -> ResourceLike:
         return call()
 
     factory.__name__ = factory.__qualname__ = name.replace(".", "_").replace("-", "_")
@@ -78,16 +77,16 @@ class _NamedResourceRegistrar:
                 f"`{fn.__module__}.NAMED_RESOURCES` must be a dict to register named resources"
                 f" into it, got {type(table).__name__}"
             )
-        self.table: dict[str, Callable[[], Resource]] = table
+        self.table: dict[str, Callable[[], ResourceLike]] = table
 
-    def add(self, name: str, factory: Callable[[], Resource]) -> None:
+    def add(self, name: str, factory: Callable[[], ResourceLike]) -> None:
         if name in self.table:
             raise ValueError(
                 f"duplicate named resource `{name}` in module `{self.module.__name__}`"
             )
         self.table[name] = factory
 
-    def set_attr(self, name: str, factory: Callable[[], Resource]) -> None:
+    def set_attr(self, name: str, factory: Callable[[], ResourceLike]) -> None:
         """Makes ``factory`` the module attribute ``name`` (as TorchX does)."""
         if hasattr(self.module, name):
             raise AttributeError(
@@ -96,16 +95,16 @@ class _NamedResourceRegistrar:
             )
         setattr(self.module, name, factory)
 
-    def base(self, fractional: bool) -> Callable[[], Resource]:
+    def base(self, fractional: bool) -> Callable[[], ResourceLike]:
         fn, name = self.fn, self.name
-        make: Callable[[], Resource] = (lambda: fn(WHOLE)) if fractional else fn
+        make: Callable[[], ResourceLike] = (lambda: fn(WHOLE)) if fractional else fn
         factory = _factory(fn, self.module.__name__, name, lambda: _tagged(make, name, False))
         self.add(name, factory)
         if name != fn.__name__:
             self.set_attr(name, factory)
         return factory
 
-    def alias(self, alias: str, base: Callable[[], Resource]) -> None:
+    def alias(self, alias: str, base: Callable[[], ResourceLike]) -> None:
         factory = _factory(self.fn, self.module.__name__, alias, base)
         factory._plugin_base_name = self.name  # type: ignore[attr-defined]
         factory._plugin_is_alias = True  # type: ignore[attr-defined]
@@ -173,14 +172,14 @@ class _Register:
         return self(PluginType.TRACKER, name)
 
     @overload
-    def named_resource(self, name: ResourceFn) -> Callable[[], Resource]: ...
+    def named_resource(self, name: Callable[..., R]) -> Callable[[], R]: ...
     @overload
     def named_resource(
         self,
         name: str | None = None,
         aliases: list[str] | None = None,
         fractionals: Fractionals | None = None,
-    ) -> Callable[[ResourceFn], Callable[[], Resource]]: ...
+    ) -> Callable[[Callable[..., R]], Callable[[], R]]: ...
     def named_resource(
         self,
         name: str | ResourceFn | None = None,
@@ -214,7 +213,7 @@ class _Register:
         if callable(name):
             return self.named_resource()(name)
 
-        def decorator(fn: ResourceFn) -> Callable[[], Resource]:
+        def decorator(fn: ResourceFn) -> Callable[[], ResourceLike]:
             reg = _NamedResourceRegistrar(fn, name)
             base = reg.base(fractional=fractionals is not None)
             for alias in aliases or []:

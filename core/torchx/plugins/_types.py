@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+from typing import Any, ClassVar, Protocol
 
-__all__ = ["NAMESPACES", "PluginInfo", "PluginType", "RegistrationError"]
+__all__ = ["NAMESPACES", "PluginInfo", "PluginType", "RegistrationError", "ResourceLike"]
 
 
 class PluginType(str, Enum):  # noqa: UP042 (Python 3.10 has no StrEnum)
@@ -94,3 +95,28 @@ class PluginInfo:
     def to_dict(self) -> dict[str, str]:
         """Returns ``{"source", "module", "target"}``."""
         return {"source": self.source, "module": self.module, "target": self.target}
+
+
+class ResourceLike(Protocol):
+    """What the plugins read of a :class:`torchx.specs.Resource` (a dataclass).
+
+    Typed structurally because ``torchx.plugins`` sits below ``torchx.specs`` (which looks
+    named resources up in the plugin registry): the plugins never import the spec types.
+    """
+
+    __dataclass_fields__: ClassVar[dict[str, Any]]
+
+    @property
+    def gpu(self) -> int:
+        """Number of GPUs."""
+        ...
+
+    @property
+    def memMB(self) -> int:
+        """MB of RAM."""
+        ...
+
+    @property
+    def tags(self) -> dict[str, object]:
+        """Descriptive tags (the named resource a value came from)."""
+        ...
