@@ -76,6 +76,19 @@ crds() {
 
 healthy() { curl -sf -m 2 "http://127.0.0.1:$1/readyz" >/dev/null; }
 
+# await NAME PORT: waits up to 90 s for the manager's readiness, failing at once if it exits.
+await() {
+  local name=$1 port=$2 _
+  for _ in $(seq 1 360); do
+    healthy "$port" && return 0
+    kill -0 "$(cat "$D/$name.pid")" 2>/dev/null || break
+    sleep 0.25
+  done
+  log "$name did not start; last lines of $D/$name.log:"
+  tail -n 15 "$D/$name.log" >&2
+  return 1
+}
+
 start_jobset() {
   serving_cert "$D/jobset-certs"
   kubectl create namespace jobset-system --dry-run=client -o yaml | kubectl apply -f - >/dev/null
@@ -91,7 +104,7 @@ health: {healthProbeBindAddress: "127.0.0.1:$((JOBSET_PORT + 1))"}
 EOC
   spawn jobset env KUBECONFIG="$KC" POD_NAMESPACE=jobset-system "$BIN/jobset" --config="$D/jobset.yaml" \
     --metrics-bind-address=0 --health-probe-bind-address="127.0.0.1:$((JOBSET_PORT + 1))"
-  wait_for 60 healthy $((JOBSET_PORT + 1)) || { log "JobSet did not start:"; tail -n 15 "$D/jobset.log" >&2; return 1; }
+  await jobset $((JOBSET_PORT + 1))
   webhooks jobset "$JOBSET_SRC/webhook/manifests.yaml" "$JOBSET_PORT" 'true'
   # pods get the JobSet webhook only when they belong to a JobSet (as the module's patch does)
   local sel='{"matchExpressions": [{"key": "jobset.sigs.k8s.io/jobset-name", "operator": "Exists"}]}'
@@ -124,7 +137,7 @@ EOC
   spawn kueue unshare --mount --propagation private sh -c \
     'mount --bind "$1" /etc/kueue/metrics/certs && shift && exec "$@"' kueue "$D/kueue-certs" \
     env KUBECONFIG="$KC" "$BIN/kueue" --config="$D/kueue.yaml" --feature-gates=VisibilityOnDemand=false
-  wait_for 90 healthy $((KUEUE_PORT + 1)) || { log "Kueue did not start:"; tail -n 15 "$D/kueue.log" >&2; return 1; }
+  await kueue $((KUEUE_PORT + 1))
   webhooks kueue "$KUEUE_SRC/webhook/manifests.yaml" "$KUEUE_PORT" \
     '[.rules[]?.apiGroups[]?] | any(. == "batch" or . == "kueue.x-k8s.io" or . == "jobset.x-k8s.io")'
 }
