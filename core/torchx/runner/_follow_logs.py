@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Optional
 
 from torchx.runner._follow_transient import Backoff, is_transient
-from torchx.runner._log_tee import _prefix_line
+from torchx.util.log_tee_helpers import prefix_line
 
 if TYPE_CHECKING:
     from torchx.runner.api import Runner
@@ -142,7 +142,7 @@ class LogStreams:
             self.shown[key] = n
 
     def _deliver(self, key: str, prefix: str, line: str) -> None:
-        text = _prefix_line(prefix, line).rstrip("\r\n")
+        text = prefix_line(prefix, line).rstrip("\r\n")
         self.tails[key].append(text[len(prefix) :] if text.startswith(prefix) else text)
         if self.callback_error is not None:
             raise _Stopped()  # the follow loop is already stopping
