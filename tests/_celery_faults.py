@@ -115,9 +115,11 @@ def task_process(stack: CeleryStack, worker: str, ti_id: str) -> tuple[int, int]
     """
     code, out = stack.exec(worker, ["python", "-c", _FIND, ti_id])
     found = [tuple(int(n) for n in line.split()) for line in out.splitlines() if line.strip()]
-    assert code == 0 and len(found) == 1, f"task process of {ti_id} on {worker}: {out}"
-    pid, parent = found[0]
-    return pid, parent
+    pids = {pid for pid, _ in found}
+    # a process the task forked (e.g. a listener's) has the same title until it execs
+    top = [(pid, parent) for pid, parent in found if parent not in pids]
+    assert code == 0 and len(top) == 1, f"task process of {ti_id} on {worker}: {out}"
+    return top[0]
 
 
 def task_process_alive(stack: CeleryStack, worker: str, ti_id: str) -> bool:
