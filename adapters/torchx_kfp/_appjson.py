@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from torchx.specs.api import AppDef, Role
+from torchx.specs import api
+from torchx.specs.api import AppDef, Role
 
 __all__ = ["app_from_json", "app_to_json"]
 
@@ -37,7 +37,6 @@ def app_to_json(app: AppDef) -> str:
 
 
 def _role(data: dict[str, Any]) -> Role:
-    from torchx.specs import api
 
     data = dict(data)
     data["resource"] = api.Resource(**data["resource"])
@@ -58,8 +57,6 @@ def _role(data: dict[str, Any]) -> Role:
 
 def app_from_json(text: str) -> AppDef:
     """Rebuilds the AppDef that :func:`app_to_json` serialized."""
-    from torchx.specs.api import AppDef
-
     data = json.loads(text)
     return AppDef(
         name=data["name"],

@@ -53,6 +53,9 @@ from torchx_kfp.launcher import DEFAULT_LAUNCHER_IMAGE, exec_into_python
 
 import_kfp()
 
+from google.protobuf import json_format  # type: ignore[import-untyped]  # noqa: E402
+from kfp import dsl  # noqa: E402
+
 if TYPE_CHECKING:
     from kfp.dsl.pipeline_task import PipelineTask
 
@@ -123,7 +126,6 @@ def _copied_outputs(
     step = pipeline.steps[name]
     if not step.artifacts:
         return {}
-    from kfp import dsl
 
     render = _channel_renderer(pipeline, values, tasks, artifacts, own=name).render
     return {
@@ -259,8 +261,6 @@ def pipeline_from_workflow(
     Raises:
         ValueError: an unknown ``mode``, or a step ``mode="container"`` cannot express.
     """
-    from kfp import dsl
-
     if mode not in ("auto", "launcher", "container"):
         raise ValueError(f"unknown mode `{mode}`: use auto, launcher or container")
     if pipeline_dir is not None:
@@ -321,8 +321,6 @@ def _step_components(
     artifacts, else one generated for them (:func:`torchx_kfp._compile.lifted.lifted_component`).
     Every component's shell ``exec``s Python, so SIGTERM reaches the launcher.
     """
-    from kfp import dsl
-
     plain: list[Any] = []
 
     def component(channels: Mapping[str, Any], artifacts: Mapping[str, str]) -> Any:
@@ -340,8 +338,6 @@ def _step_components(
 
 def _check_backend_rules(graph: Any) -> None:
     """Refuses a pipeline holding a placeholder the KFP backend would leave literal."""
-    from google.protobuf import json_format  # type: ignore[import-untyped]
-
     check_pipeline_spec(json_format.MessageToDict(graph.pipeline_spec))
 
 

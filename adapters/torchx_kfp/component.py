@@ -13,6 +13,7 @@ Example::
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Optional, Union
 
@@ -22,14 +23,34 @@ import_kfp()
 
 from kfp.dsl import pipeline_context  # noqa: E402
 from kfp.dsl.base_component import BaseComponent  # noqa: E402
-from kfp.dsl.pipeline_channel import PipelineChannel  # noqa: E402
+from kfp.dsl.pipeline_channel import (  # noqa: E402
+    PipelineArtifactChannel,
+    PipelineChannel,
+    extract_pipeline_channels_from_any,
+)
+
+from torchx.runner.launch import LaunchRequest, build_app  # noqa: E402
+from torchx.specs.api import AppDef  # noqa: E402
+from torchx.specs.finder import get_component  # noqa: E402
+from torchx_kfp._compile.artifacts import (  # noqa: E402
+    OUTPUT_PATH,
+    ArtifactRef,
+    artifact_channels,
+    artifact_type,
+    split_outputs,
+    token_input,
+    with_artifacts,
+)
+from torchx_kfp._compile.checks import check_single_task  # noqa: E402
+from torchx_kfp._compile.macros import RUN_INPUTS, substitute_macros  # noqa: E402
+from torchx_kfp._compile.params import ComponentInput, component_with_inputs, probe_token  # noqa: E402
+from torchx_kfp._compile.spec import component_yaml, env_input_name, yaml_text  # noqa: E402
+from torchx_kfp._compile.structures import component_spec  # noqa: E402
+from torchx_kfp._compile.task_settings import task_settings  # noqa: E402
 
 if TYPE_CHECKING:
     from kfp.dsl.pipeline_task import PipelineTask
 
-    from torchx.specs.api import AppDef
-    from torchx_kfp._compile.artifacts import ArtifactRef
-    from torchx_kfp._compile.params import ComponentInput
     from torchx_kfp._compile.task_settings import TaskSettings
 
 __all__ = ["AppOrComponent", "TorchXComponent", "component_from_app", "container_from_app"]
@@ -61,7 +82,6 @@ class TorchXComponent(BaseComponent):
         settings: TaskSettings,
         channels: Optional[Mapping[str, PipelineChannel]] = None,
     ) -> None:
-        from torchx_kfp._compile.structures import component_spec
 
         super().__init__(component_spec=component_spec(spec, settings))
         self.spec = dict(spec)
@@ -73,8 +93,6 @@ class TorchXComponent(BaseComponent):
     @property
     def component_yaml(self) -> str:
         """The component as KFP (v1-style) component YAML, e.g. to save and share it."""
-        from torchx_kfp._compile.spec import yaml_text
-
         return yaml_text(self.spec)
 
     @property
@@ -88,8 +106,6 @@ class TorchXComponent(BaseComponent):
 
     def __call__(self, *args: Any, **kwargs: Any) -> PipelineTask:
         """Creates the task (keyword arguments are the inputs) and applies the settings."""
-        from torchx_kfp._compile.macros import RUN_INPUTS
-
         for name, channel in self.channels.items():
             kwargs.setdefault(name, channel)
         for name, placeholder in RUN_INPUTS.items():  # resolved by KFP as task inputs only
@@ -101,7 +117,6 @@ class TorchXComponent(BaseComponent):
 
 
 def _channel_name(channel: PipelineChannel) -> str:
-    import re
 
     raw = f"{channel.task_name}_{channel.name}" if channel.task_name else channel.name
     return re.sub(r"\W", "_", raw)
@@ -116,20 +131,6 @@ def _channel_args(
     artifact paths: string inputs while the component is built (see
     :mod:`torchx_kfp._compile.artifacts`), returned as artifact references too.
     """
-    from kfp.dsl.pipeline_channel import (
-        PipelineArtifactChannel,
-        extract_pipeline_channels_from_any,
-    )
-
-    from torchx_kfp._compile.artifacts import (
-        OUTPUT_PATH,
-        ArtifactRef,
-        artifact_channels,
-        artifact_type,
-        token_input,
-    )
-    from torchx_kfp._compile.params import ComponentInput, probe_token
-
     out: list[str] = []
     found: dict[str, ComponentInput] = {}
     channels: dict[str, PipelineChannel] = {}
@@ -170,9 +171,6 @@ def resolve_app(
     (overrides go through ``build_app``, which copies; macros are substituted into new
     containers).
     """
-    from torchx.specs.api import AppDef
-    from torchx_kfp._compile.params import component_with_inputs
-
     if isinstance(app, AppDef):
         if component_args or inputs:
             raise ValueError(
@@ -181,8 +179,6 @@ def resolve_app(
             )
         return app, [], {}, []
     if isinstance(app, str):
-        from torchx.specs.finder import get_component
-
         fn = get_component(app).fn
     elif callable(app):
         fn = app
@@ -232,7 +228,6 @@ def _override(
     """Applies the overrides through core's launch path (``torchx.runner.launch``)."""
     if not (image or resource or max_retries is not None):
         return app
-    from torchx.runner.launch import LaunchRequest, build_app
 
     request = LaunchRequest(app=app, image=image, resource=resource, max_retries=max_retries)
     return build_app(request)
@@ -299,12 +294,6 @@ def component_from_app(
         ValueError: the app needs more than one KFP task (several roles or replicas, ports,
             devices, bind or device mounts, ...): use :func:`torchx_kfp.launcher_from_app`.
     """
-    from torchx_kfp._compile.artifacts import split_outputs, with_artifacts
-    from torchx_kfp._compile.checks import check_single_task
-    from torchx_kfp._compile.macros import substitute_macros
-    from torchx_kfp._compile.spec import component_yaml
-    from torchx_kfp._compile.task_settings import task_settings
-
     kinds, copied = split_outputs(outputs or {})
     resolved, found, channels, artifacts = resolve_app(app, component_args, inputs)
     copies, found, channels = _copied_paths(copied, found, channels)
@@ -343,7 +332,6 @@ _OPTIONS = (
 
 
 def _check_env_channels(channels: Mapping[str, PipelineChannel]) -> None:
-    from kfp.dsl.pipeline_channel import PipelineArtifactChannel
 
     for var, channel in channels.items():
         if isinstance(channel, PipelineArtifactChannel):
@@ -386,7 +374,6 @@ def container_from_app(app: AppOrComponent, *args: Any, **kwargs: Any) -> Pipeli
     _check_env_channels(channels)
     static = {k: str(v) for k, v in env.items() if k not in channels}
     component = component_from_app(app, env=static, env_inputs=sorted(channels), **options)
-    from torchx_kfp._compile.spec import env_input_name
 
     kwargs.update({env_input_name(k): v for k, v in channels.items()})
     return component(*args, **kwargs)

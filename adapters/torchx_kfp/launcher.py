@@ -39,11 +39,23 @@ from torchx_kfp._errors import import_kfp
 
 import_kfp()
 
+from kfp import dsl  # noqa: E402
+from kfp.dsl import pipeline_context  # noqa: E402
+
+from torchx.specs.api import AppDef  # noqa: E402
+from torchx.specs.builders import materialize_appdef  # noqa: E402
+from torchx.specs.finder import get_component  # noqa: E402
+from torchx_kfp._appjson import app_to_json  # noqa: E402
+from torchx_kfp._compile.launcher_pod import LauncherPod  # noqa: E402
+from torchx_kfp._compile.lifted import lift_channels, lifted_component  # noqa: E402
+from torchx_kfp._compile.params import compile_env  # noqa: E402
+from torchx_kfp._in_task.launcher_fn import torchx_launch  # noqa: E402
+
 if TYPE_CHECKING:
     from kfp.dsl.pipeline_task import PipelineTask
     from kfp.dsl.python_component import PythonComponent
 
-    from torchx.specs.api import AppDef, Resource
+    from torchx.specs.api import Resource
 
 __all__ = [
     "DEFAULT_LAUNCHER_IMAGE",
@@ -67,10 +79,6 @@ def launcher_component(
             (``torchx-flow[kfp,kubernetes]``), unless ``packages_to_install`` installs them.
         packages_to_install: pip requirements installed when the task starts.
     """
-    from kfp import dsl
-
-    from torchx_kfp._in_task.launcher_fn import torchx_launch
-
     component = dsl.component(
         torchx_launch,
         base_image=image,
@@ -84,9 +92,6 @@ def _launcher_task(
     inputs: Mapping[str, Any], image: str, packages_to_install: Optional[Sequence[str]]
 ) -> PipelineTask:
     """The launcher task; channels nested in its inputs become inputs of their own."""
-    from torchx_kfp._compile.lifted import lift_channels, lifted_component
-    from torchx_kfp._in_task.launcher_fn import torchx_launch
-
     values, channels = lift_channels(inputs)
     if not channels:
         return launcher_component(image, packages_to_install)(**values)
@@ -106,20 +111,13 @@ def _app_spec(
     component_args: Optional[Sequence[Any]],
     overrides: Mapping[str, Any],
 ) -> dict[str, Any]:
-    from torchx.specs.api import AppDef
-    from torchx_kfp._appjson import app_to_json
 
     args = list(component_args or [])
     spec: dict[str, Any] = {"component": "", "args": [], "app": "", "overrides": dict(overrides)}
     if isinstance(app, str):
-        from torchx.specs.finder import get_component
-
         get_component(app)  # fail at compile time on an unknown component
         return {**spec, "component": app, "args": args}
     if not isinstance(app, AppDef):
-        from torchx.specs.builders import materialize_appdef
-        from torchx_kfp._compile.params import compile_env
-
         with compile_env():  # nothing of this machine's env (LOGLEVEL) reaches the IR
             app = materialize_appdef(app, [str(a) for a in args], None, None)
     elif args:
@@ -192,7 +190,6 @@ def launcher_from_app(
     spec = _app_spec(app, component_args, {k: v for k, v in overrides.items() if v is not None})
     if params and not isinstance(app, str):
         raise ValueError("launcher `params` need a component name (e.g. 'dist.ddp')")
-    from torchx_kfp._compile.launcher_pod import LauncherPod
 
     pod = LauncherPod.of(
         launcher_resource, secrets, node_selector, tolerations, pvc, pvc_mount_path
@@ -210,7 +207,6 @@ def launcher_from_app(
         "pvc_mount_path": pvc_mount_path if pvc else "",
     }
     task = _launcher_task(inputs, launcher_image, packages_to_install)
-    from kfp.dsl import pipeline_context
 
     if pipeline_context.Pipeline.get_default_pipeline() is not None:
         name = display_name or (app if isinstance(app, str) else getattr(app, "name", "app"))

@@ -34,7 +34,7 @@ def venv_mounts(read_only: Sequence[str] = (), read_write: Sequence[str] = ()) -
         read_only: host directories mounted read-only at the same path (the project).
         read_write: host directories mounted read-write at the same path (outputs).
     """
-    from docker.types import Mount
+    from docker.types import Mount  # lazy: the docker SDK, only for these mounts
 
     paths = [sys.prefix, *read_only]
     if os.path.realpath(sys.base_prefix) not in _SYSTEM_PREFIXES:
@@ -60,7 +60,7 @@ def venv_docker_runner(
         env: variables for every container (over the components' env).
         labels: labels for every container (``torchx-flow.kfp-local=1`` is always set).
     """
-    from kfp import local
+    from kfp import local  # lazy: kfp.local, only when running locally
 
     collect_output_artifacts()
     path = os.pathsep.join([os.path.join(sys.prefix, "bin"), "/usr/local/bin", "/usr/bin", "/bin"])
@@ -80,7 +80,7 @@ def collect_output_artifacts() -> None:
     uri kfp.local assigned it, when something exists at that path (the backend's launcher
     uploads it from there whatever the container did).
     """
-    from kfp.local import executor_output_utils as utils
+    from kfp.local import executor_output_utils as utils  # lazy: as above
 
     if getattr(utils.get_outputs_for_task, "_torchx_kfp", False):
         return

@@ -23,6 +23,9 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
+from kfp.dsl import pipeline_context
+from kfp.dsl.pipeline_channel import PipelineArtifactChannel
+
 __all__ = [
     "ArtifactRef",
     "OUTPUT_PATH",
@@ -71,9 +74,6 @@ def artifact_channels(text: str) -> list[Any]:
     KFP's own parser skips them (its pattern has no ``.`` or ``@`` in a type); each one found
     is the producing task's output channel when the task exists in the current pipeline.
     """
-    from kfp.dsl import pipeline_context
-    from kfp.dsl.pipeline_channel import PipelineArtifactChannel
-
     pipeline = pipeline_context.Pipeline.get_default_pipeline()
     found = []
     for task_name, name, kind in _ARTIFACT_CHANNEL.findall(text):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from torchx.specs.api import BindMount, DeviceMount, RetryPolicy
 from torchx_kfp._errors import unsupported
 
 if TYPE_CHECKING:
@@ -34,7 +35,6 @@ def check_single_task(app: AppDef) -> Role:
 
 
 def _check_role(app_name: str, role: Role) -> None:
-    from torchx.specs.api import BindMount, DeviceMount, RetryPolicy
 
     where = f"role `{role.name}`"
     if role.num_replicas != 1:

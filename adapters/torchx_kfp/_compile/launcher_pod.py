@@ -12,6 +12,10 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Optional, Union
 
+from torchx.schedulers.kubernetes_scheduler import requests_and_limits
+from torchx.specs import resource as named_resource
+from torchx_kfp._compile.task_settings import check_toleration
+
 if TYPE_CHECKING:
     from torchx.specs.api import Resource
 
@@ -56,8 +60,6 @@ class LauncherPod:
             ValueError: an unknown named resource, a resource with GPUs or devices (the
                 launcher only submits and follows), a bad toleration or secret mapping.
         """
-        from torchx_kfp._compile.task_settings import check_toleration
-
         pod = cls(
             secrets=_secrets(secrets),
             node_selector={str(k): str(v) for k, v in (node_selector or {}).items()},
@@ -77,7 +79,7 @@ class LauncherPod:
 
     def apply(self, task: Any) -> None:
         """Applies the settings to the launcher's ``PipelineTask``."""
-        from kfp import kubernetes
+        from kfp import kubernetes  # lazy: kfp-kubernetes, ~65 ms, only for pod settings
 
         if "cpu" in self.limits:
             task.set_cpu_limit(self.limits["cpu"])
@@ -98,14 +100,12 @@ class LauncherPod:
 
 def mount_claim(task: Any, pvc: Any, mount_path: str) -> None:
     """Mounts claim ``pvc`` (a name or a pipeline channel) at ``mount_path`` in ``task``."""
-    from kfp import kubernetes
+    from kfp import kubernetes  # lazy: kfp-kubernetes, ~65 ms, only for pod settings
 
     kubernetes.mount_pvc(task, pvc_name=pvc, mount_path=mount_path)
 
 
 def _sized(resource: Union[str, Resource]) -> tuple[dict[str, str], dict[str, str]]:
-    from torchx.schedulers.kubernetes_scheduler import requests_and_limits
-    from torchx.specs import resource as named_resource
 
     res = named_resource(h=resource) if isinstance(resource, str) else resource
     if res.gpu > 0 or res.devices:

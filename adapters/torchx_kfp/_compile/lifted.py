@@ -26,6 +26,15 @@ import linecache
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Optional
 
+from kfp import dsl
+from kfp.dsl.pipeline_channel import (
+    PipelineArtifactChannel,
+    PipelineChannel,
+    extract_pipeline_channels_from_string,
+)
+
+from torchx_kfp._compile.python_task import exec_into_python
+
 __all__ = ["CHANNEL_PREFIX", "lift_channels", "lifted_component"]
 
 CHANNEL_PREFIX = "torchx_channel_"
@@ -61,7 +70,6 @@ class _Lifter:
         self._by_pattern: dict[str, str] = {}
 
     def _marker(self, channel: Any) -> str:
-        from kfp.dsl.pipeline_channel import PipelineArtifactChannel
 
         if isinstance(channel, PipelineArtifactChannel):
             raise ValueError(
@@ -76,10 +84,6 @@ class _Lifter:
         return _MARKER % int(name[len(CHANNEL_PREFIX) :])
 
     def nested(self, value: Any) -> Any:
-        from kfp.dsl.pipeline_channel import (
-            PipelineChannel,
-            extract_pipeline_channels_from_string,
-        )
 
         if isinstance(value, PipelineChannel):
             return self._marker(value)
@@ -113,8 +117,6 @@ def lift_channels(values: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, 
     Raises:
         ValueError: an artifact channel inside a value.
     """
-    from kfp.dsl.pipeline_channel import PipelineChannel
-
     for escape in (True, False):  # no channel: the values as they were, nothing to fill
         lifter = _Lifter(escape)
         out = {
@@ -206,10 +208,6 @@ def lifted_component(
     Raises:
         ValueError: an artifact name that is not a Python identifier or is taken.
     """
-    from kfp import dsl
-
-    from torchx_kfp._compile.python_task import exec_into_python
-
     source = _source(func, kind, channels, dict(artifacts or {}))
     filename = f"<torchx_kfp launcher {next(_counter)}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)

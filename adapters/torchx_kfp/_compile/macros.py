@@ -10,9 +10,13 @@ task with the SDK's placeholders as values.
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Union
+
+from torchx.specs.api import macros
+from torchx_kfp._compile.params import ComponentInput, probe_token
 
 if TYPE_CHECKING:
     from torchx.specs.api import AppDef, Role
@@ -53,13 +57,10 @@ Element = Union[str, dict[str, Any]]
 
 def run_inputs() -> list[ComponentInput]:
     """The :data:`RUN_INPUTS` as required string inputs (with their probe tokens)."""
-    from torchx_kfp._compile.params import ComponentInput, probe_token
-
     return [ComponentInput(n, "String", None, probe_token(n, "String")) for n in RUN_INPUTS]
 
 
 def _token(name: str) -> str:
-    from torchx_kfp._compile.params import probe_token
 
     return probe_token(name, "String")
 
@@ -97,10 +98,6 @@ def substitute_macros(app: AppDef, role: Role) -> Role:
     deep copy ``apply`` makes is not needed (a string without ``$`` is kept as it is, which
     is what ``string.Template.safe_substitute`` returns for it).
     """
-    import copy
-
-    from torchx.specs.api import macros
-
     values = macros.Values(
         img_root="", app_id=app_id_expr(app), replica_id="0", rank0_env=RANK0_ENV
     )

@@ -111,7 +111,7 @@ def compile_env() -> Iterator[None]:
 
 
 def _materialize(fn: Callable[..., Any], args: list[str]) -> AppDef:
-    from torchx.specs.builders import materialize_appdef
+    from torchx.specs.builders import materialize_appdef  # lazy: docstring_parser, ~15 ms
 
     return materialize_appdef(fn, args, None, None)
 

@@ -17,7 +17,22 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Optional
 
-from torchx_kfp._compile.macros import has_input, input_placeholder, job_id_expr, to_placeholders
+import yaml
+
+from torchx.settings import ENV_TORCHX_JOB_ID, ENV_TORCHX_PARENT_RUN_ID
+from torchx_kfp._compile.macros import (
+    has_input,
+    input_placeholder,
+    job_id_expr,
+    run_inputs,
+    to_placeholders,
+)
+from torchx_kfp._compile.shell import (
+    input_var,
+    rewrite_artifact_paths,
+    rewrite_shell_script,
+    shell_script_indices,
+)
 
 if TYPE_CHECKING:
     from torchx.specs.api import AppDef, Role
@@ -85,7 +100,6 @@ def _input_specs(inputs: Sequence[ComponentInput], env_inputs: Sequence[str]) ->
 def _split_env(
     role: Role, app: AppDef, inputs: Sequence[ComponentInput], env_inputs: Sequence[str]
 ) -> tuple[dict[str, str], list[Element]]:
-    from torchx.settings import ENV_TORCHX_JOB_ID, ENV_TORCHX_PARENT_RUN_ID
 
     static: dict[str, str] = {}
     exports: list[Element] = [
@@ -105,12 +119,6 @@ def _split_env(
 
 
 def _args(role: Role, inputs: Sequence[ComponentInput]) -> tuple[list[Element], list[Element]]:
-    from torchx_kfp._compile.shell import (
-        input_var,
-        rewrite_artifact_paths,
-        rewrite_shell_script,
-        shell_script_indices,
-    )
 
     scripts = shell_script_indices(role)
     args: list[Element] = []
@@ -145,8 +153,6 @@ def component_yaml(
         copies: ``{output artifact: path the app writes}`` (input tokens allowed), copied to
             the artifact's local path once the app succeeded (:data:`WRAPPER_COPY`).
     """
-    from torchx_kfp._compile.macros import run_inputs
-
     inputs = [*inputs, *run_inputs()]
     static_env, exports = _split_env(role, app, inputs, env_inputs)
     args, shell_exports = _args(role, inputs)
@@ -182,6 +188,4 @@ def component_yaml(
 
 def yaml_text(spec: Mapping[str, Any]) -> str:
     """Dumps a component spec as YAML (keys kept in order)."""
-    import yaml
-
     return yaml.safe_dump(dict(spec), sort_keys=False)

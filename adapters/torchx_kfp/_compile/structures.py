@@ -10,6 +10,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from kfp.dsl import placeholders, structures
+
+from torchx_kfp._compile.placeholders import check_container
+
 if TYPE_CHECKING:
     from torchx_kfp._compile.task_settings import TaskSettings
 
@@ -18,8 +22,6 @@ __all__ = ["component_spec"]
 
 def _element(value: Any) -> Any:
     """A command/args element: a string (input placeholders embedded) or an output file."""
-    from kfp.dsl import placeholders
-
     if isinstance(value, str):
         return value
     if "inputValue" in value:
@@ -39,8 +41,6 @@ def _text(value: Any) -> str:
 
 def _check(spec: Mapping[str, Any]) -> None:
     """Refuses a component with a placeholder the KFP backend does not resolve."""
-    from torchx_kfp._compile.placeholders import check_container
-
     c = spec["implementation"]["container"]
     check_container(
         spec["name"],
@@ -53,7 +53,6 @@ def _check(spec: Mapping[str, Any]) -> None:
 
 
 def _resources(settings: TaskSettings) -> Any:
-    from kfp.dsl import structures
 
     if not (settings.cpu or settings.memory or settings.accelerator_count):
         return None
@@ -70,8 +69,6 @@ def _resources(settings: TaskSettings) -> Any:
 
 def component_spec(spec: Mapping[str, Any], settings: TaskSettings) -> Any:
     """Returns the ``kfp.dsl.structures.ComponentSpec`` of a component dict."""
-    from kfp.dsl import structures
-
     c = spec["implementation"]["container"]
     _check(spec)
     container = structures.ContainerSpecImplementation(

@@ -13,11 +13,16 @@ tolerations, secrets-as-env and annotations come from the caller.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+import difflib
+import json
 import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Optional
 
+from torchx.schedulers.kubernetes_scheduler import requests_and_limits
+from torchx.specs.api import VolumeMount
 from torchx_kfp._errors import unsupported
 
 if TYPE_CHECKING:
@@ -92,8 +97,6 @@ class TaskSettings:
 
     def _kubernetes_key(self) -> Optional[str]:
         """A key of the kfp-kubernetes settings when they hold plain text only (no channel)."""
-        import json
-
         parts = [
             self.node_selector,
             self.tolerations,
@@ -115,8 +118,6 @@ class TaskSettings:
         (about a tenth of a millisecond each); for a fresh task and plain-text settings the
         calls run once on a stand-in task and later tasks get a copy of the resulting config.
         """
-        import copy
-
         key = self._kubernetes_key() if "kubernetes" not in task.platform_config else None
         if key is None:
             self._call_kubernetes(task)
@@ -130,7 +131,7 @@ class TaskSettings:
             task.platform_config["kubernetes"] = copy.deepcopy(config)
 
     def _call_kubernetes(self, task: Any) -> None:
-        from kfp import kubernetes
+        from kfp import kubernetes  # lazy: kfp-kubernetes, ~65 ms, only for pod settings
 
         for key, value in sorted(self.node_selector.items()):
             kubernetes.add_node_selector(task, key, value)
@@ -160,7 +161,6 @@ _KUBERNETES_CONFIGS: dict[str, Optional[dict[str, Any]]] = {}
 
 
 def _resources(app: AppDef, role: Role, settings: TaskSettings) -> None:
-    from torchx.schedulers.kubernetes_scheduler import requests_and_limits
 
     res = role.resource
     requests, limits = requests_and_limits(res)
@@ -183,7 +183,6 @@ def _resources(app: AppDef, role: Role, settings: TaskSettings) -> None:
 
 
 def _mounts(app: AppDef, role: Role, settings: TaskSettings) -> None:
-    from torchx.specs.api import VolumeMount
 
     for mount in role.mounts:
         if not isinstance(mount, VolumeMount):
@@ -205,8 +204,6 @@ def check_toleration(toleration: Mapping[str, Any]) -> dict[str, Any]:
     """Returns ``toleration`` as a dict, or raises naming an unknown key (and a close match)."""
     unknown = sorted(set(toleration) - set(_TOLERATION_KEYS))
     if unknown:
-        import difflib
-
         close = difflib.get_close_matches(unknown[0], _TOLERATION_KEYS, n=1)
         hint = f" (did you mean `{close[0]}`?)" if close else ""
         raise ValueError(
@@ -217,7 +214,6 @@ def check_toleration(toleration: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _annotations(app: AppDef, role: Role) -> dict[str, str]:
-    import json
 
     found: dict[str, str] = {}
     for key, value in {**app.metadata, **role.metadata}.items():
