@@ -248,3 +248,31 @@ def test_kueue_preemption_is_shown_and_requeued(sched: Any, ns: str, queue: str)
     assert wait_state(sched, low).state == AppState.CANCELLED
     sched.delete(low)
     sched.delete(high)
+
+
+@pytest.mark.parametrize("mode", ["jobset", "plain"])
+def test_evicted_pod_is_retried_but_an_app_error_fails_fast(
+    sched: Any, client: Any, ns: str, mode: str
+) -> None:
+    """``max_retries=0``: an eviction (``DisruptionTarget``) still retries; exit 3 fails at once."""
+    from kubernetes import client as k8s
+
+    core = k8s.CoreV1Api(client)
+    script = "trap 'exit 143' TERM; sleep 15 & wait; echo finished"
+    app_id = sched.submit(AppDef("evict", [role("main", script)]), cfg(ns, mode=mode))
+    name = app_id.split(":", 1)[1]
+    wait_state(sched, app_id, lambda s: s == AppState.RUNNING)
+    (pod,) = core.list_namespaced_pod(ns, label_selector=f"app.kubernetes.io/instance={name}").items
+    eviction = k8s.V1Eviction(metadata=k8s.V1ObjectMeta(name=pod.metadata.name, namespace=ns))
+    core.create_namespaced_pod_eviction(pod.metadata.name, ns, eviction)
+    desc = wait_state(sched, app_id)
+    assert desc.state == AppState.SUCCEEDED, desc
+    pods = core.list_namespaced_pod(ns, label_selector=f"app.kubernetes.io/instance={name}").items
+    # the eviction deleted the first pod; a new one ran the script to the end
+    assert [p.metadata.name for p in pods] != [pod.metadata.name]
+    assert [p.status.phase for p in pods] == ["Succeeded"]
+    sched.delete(app_id)
+    failing = sched.submit(AppDef("apperr", [role("main", "exit 3")]), cfg(ns, mode=mode))
+    desc = wait_state(sched, failing)
+    assert desc.state == AppState.FAILED and "exited with code 3" in desc.msg, desc
+    sched.delete(failing)
