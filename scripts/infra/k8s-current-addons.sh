@@ -70,8 +70,17 @@ crds() {
         else . end'
   done | kubectl apply --server-side --force-conflicts -f - >/dev/null
   # the managers fail at start on kinds the API server does not serve yet
-  kubectl wait --for=condition=Established --timeout=60s \
-    $(for f in "$dir"/*.yaml; do echo "crd/$(awk '/^  name: / {print $2; exit}' "$f")"; done) >/dev/null
+  wait_for 60 established $(for f in "$dir"/*.yaml; do awk '/^  name: / {print $2; exit}' "$f"; done) ||
+    { log "the CRDs of $name were not established"; return 1; }
+}
+
+# established CRD...: every CRD named is served
+established() {
+  local n
+  for n in "$@"; do
+    [ "$(kubectl get "crd/$n" -o 'jsonpath={.status.conditions[?(@.type=="Established")].status}' \
+      2>/dev/null)" = True ] || return 1
+  done
 }
 
 healthy() { curl -sf -m 2 "http://127.0.0.1:$1/readyz" >/dev/null; }

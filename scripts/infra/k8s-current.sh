@@ -30,9 +30,9 @@ GATEWAY=10.88.0.1
 SERVICE_CIDR=10.96.0.0/16
 PAUSE=k8s.gcr.io/pause:3.2
 MARK=(-m comment --comment torchx-flow-current)  # on the iptables rules this script adds
-# stop order (the add-ons of k8s-current-addons.sh first)
-COMPONENTS="jobset kueue coredns kube-proxy kubelet kube-scheduler kube-controller-manager"
-COMPONENTS="$COMPONENTS kube-apiserver etcd containerd"
+# stop order: these groups one after the other, each group's members at once
+STOP_FIRST="jobset kueue coredns kube-proxy kubelet kube-scheduler kube-controller-manager"
+STOP_THEN="kube-apiserver etcd"
 CORE="containerd etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy coredns"
 export D BIN KC API_PORT
 
@@ -346,10 +346,12 @@ clean_network() {
 
 stop() {
   local c
-  for c in $COMPONENTS; do
-    [ "$c" = containerd ] && remove_pods
-    stop_pidfile "$D/$c.pid"
-  done
+  for c in $STOP_FIRST; do stop_pidfile "$D/$c.pid" & done
+  wait
+  for c in $STOP_THEN; do stop_pidfile "$D/$c.pid" & done
+  wait
+  remove_pods
+  stop_pidfile "$D/containerd.pid"
   rm -f "$D/addons"
   rmdir /etc/kueue/metrics/certs /etc/kueue/metrics /etc/kueue 2>/dev/null || true
   unmount_under "$D/kubelet"
