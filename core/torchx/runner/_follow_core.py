@@ -21,6 +21,7 @@ from torchx.runner._follow_transient import (
     retry_transient,
     unreachable,
 )
+from torchx.util.log_tee_helpers import replicas_of
 
 if TYPE_CHECKING:
     from torchx.runner.api import Runner
@@ -103,8 +104,6 @@ class FollowCore:
     def replicas(self) -> list[Replica]:
         """Returns the replicas to stream (from the app, else described; cached)."""
         if self._replicas is None:
-            from torchx.util.log_tee_helpers import replicas_of
-
             app = self._app
             if app is None:
                 app = retry_transient(

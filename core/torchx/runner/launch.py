@@ -89,6 +89,7 @@ class LaunchRequest:
         if self.max_retries is not None and self.max_retries < 0:
             raise ValueError(f"`max_retries` must be >= 0, got {self.max_retries}")
         if self.labels:
+            # lazy (as every import here): DAG files import LaunchRequest at parse time
             from torchx.schedulers.labels import check_label_key
 
             for key in self.labels:
@@ -130,6 +131,7 @@ def build_app(
     if request.app is not None:
         app = copy.deepcopy(request.app)
     else:
+        # lazy: docstring_parser and the component finder, only for a component name
         from torchx.specs.builders import materialize_appdef
         from torchx.specs.finder import get_component
 
@@ -173,7 +175,7 @@ def _apply_overrides(app: AppDef, request: LaunchRequest) -> None:
             role.image = image
         named = _for_role(request.resource, role)
         if named:
-            from torchx.specs import resource as make_resource
+            from torchx.specs import resource as make_resource  # lazy: named resources
 
             role.resource = make_resource(h=named)
         if request.max_retries is not None:
@@ -188,7 +190,7 @@ def _apply_overrides(app: AppDef, request: LaunchRequest) -> None:
 
 
 def _retry_policy(value: Union[RetryPolicy, str, None]) -> Optional[RetryPolicy]:
-    from torchx.specs.api import RetryPolicy
+    from torchx.specs.api import RetryPolicy  # lazy: the spec types (see check_label_key)
 
     if value is None or isinstance(value, RetryPolicy):
         return value

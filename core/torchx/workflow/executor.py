@@ -23,7 +23,12 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Optional, Union
 
+from torchx.runner import get_runner
+from torchx.runner.follow import follow
+from torchx.schedulers.ids import random_id
+from torchx.specs.api import parse_app_handle
 from torchx.workflow._validate import coerce_param
+from torchx.workflow.errors import did_you_mean
 from torchx.workflow.model import Pipeline
 from torchx.workflow.plan import ValueRenderer as Resolver
 from torchx.workflow.plan import build_step, dependencies, order, render_value
@@ -49,8 +54,6 @@ def resolve_params(pipeline: Pipeline, values: Optional[Mapping[str, Any]]) -> d
     Raises:
         ValueError: an unknown parameter, a value of the wrong type, or a missing value.
     """
-    from torchx.workflow.errors import did_you_mean
-
     out = pipeline.param_defaults()
     for key, value in (values or {}).items():
         if key not in pipeline.params:
@@ -75,8 +78,6 @@ def dryrun_pipeline(
         params: parameter values over the defaults.
         runner: the Runner (default: ``get_runner()``, closed afterwards).
     """
-    from torchx.runner import get_runner
-
     resolve = Resolver(pipeline, resolve_params(pipeline, params), placeholder=True)
     own = runner is None
     runner = runner or get_runner()
@@ -117,8 +118,6 @@ def run_pipeline(
         ValueError: bad parameter values.
         LookupError: ``resume`` names no run.
     """
-    from torchx.runner import get_runner
-
     own = runner is None
     runner = runner or get_runner()
     try:
@@ -136,7 +135,6 @@ def _new_or_resumed(
     resume: Union[str, PipelineRun, None],
     runner: Runner,
 ) -> PipelineRun:
-    from torchx.schedulers.ids import random_id
 
     if resume is None:
         run = PipelineRun(f"{pipeline.name}-{random_id()}", pipeline.name, pipeline.source)
@@ -244,7 +242,6 @@ class _Executor:
         return Resolver(self.pipeline, self.run_.params, results)
 
     def _launch(self, step: StepRun) -> None:
-        from torchx.specs.api import parse_app_handle
 
         step.started = time.time()
         try:
@@ -263,8 +260,6 @@ class _Executor:
 
     def _wait(self, name: str, handle: str) -> None:
         """Follows one step's app (``torchx.runner.follow``) in its waiter thread."""
-        from torchx.runner.follow import follow
-
         try:
             result = follow(self.runner, handle, wait_interval=self.wait_interval, log_tail=0)
             self.done.put((name, result.status, result.reason))
