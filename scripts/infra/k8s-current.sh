@@ -255,6 +255,7 @@ fail() {
 # load IMAGE...: docker save from the project's engine | import into the cluster's containerd.
 load_images() {
   local dh img
+  ctr_ version >/dev/null 2>&1 || { log "the cluster is not running: $0 start"; return 1; }
   dh=$("$here/docker-engine.sh" env) || { log "no Docker engine: run scripts/infra/up.sh"; return 1; }
   for img in "$@"; do
     DOCKER_HOST=${dh#DOCKER_HOST=} docker save "$img" | ctr_ images import - >/dev/null ||
