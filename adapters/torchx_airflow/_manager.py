@@ -170,11 +170,10 @@ class AppManager:
 
     def take_ownership(self, handle: str) -> None:
         """Makes this try the owner of an earlier try's live app (record and label) first."""
-        if self.slot.available:
+        if self.slot.available:  # found by labels: it lives where this try reaches it
             record = self.slot.get()
-            self.slot.set(
-                handle, record.host if record.app_handle == handle else "", self.try_number
-            )
+            known = record.host if record.app_handle == handle else ""
+            self.slot.set(handle, known or self.placement(), self.try_number)
         if self.labels and _labelled(self.runner, handle):
             from torchx.runner.labels import set_app_labels
 
