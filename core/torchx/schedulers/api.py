@@ -107,6 +107,7 @@ class Scheduler(abc.ABC, Generic[T]):
         Returns:
             The resolved run config.
         """
+        # lazy: workspace.api imports the spec types (~25 ms); run options need none
         from torchx.workspace.api import WorkspaceMixin
 
         name = scheduler or self.backend
@@ -165,6 +166,7 @@ class Scheduler(abc.ABC, Generic[T]):
 
     def run_opts(self) -> runopts:
         """Return the run options this scheduler accepts (plus workspace options)."""
+        # lazy: workspace.api imports the spec types (~25 ms); run options need none
         from torchx.workspace.api import WorkspaceMixin
 
         opts = self._run_opts()

@@ -101,7 +101,7 @@ def _custom_named_resources() -> dict[str, ResourceFactory]:
 
 def _plugin_named_resources() -> dict[str, ResourceFactory]:
     """Named resources registered as plugins (step 4)."""
-    from torchx import plugins
+    from torchx import plugins  # lazy: the registry scans plugin packages and entry points
 
     return plugins.registry().get(plugins.PluginType.NAMED_RESOURCE)
 
@@ -188,7 +188,7 @@ def _config_named_resources(config: TorchXConfig | None = None) -> dict[str, Res
     Raises:
         ValueError: an entry is malformed (names the file, the key and the accepted forms).
     """
-    from torchx.specs.torchxconfig import TorchXConfig
+    from torchx.specs.torchxconfig import TorchXConfig  # lazy: ~40 ms, only on first lookup
 
     found: dict[str, ResourceFactory] = {}
     source = config if config is not None else TorchXConfig.discover()

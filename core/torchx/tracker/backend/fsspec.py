@@ -78,7 +78,7 @@ def _read_config(config_file: str) -> dict[str, Any]:
     Raises:
         ValueError: a line is not ``key=value``, or a dotted key has an empty part.
     """
-    import fsspec
+    import fsspec  # lazy: ~170 ms, only when the tracker reads or writes
 
     config: dict[str, Any] = {}
     with fsspec.open(config_file, "rt") as f:
@@ -149,7 +149,7 @@ class FsspecTracker(TrackerBase):
         if not self._local:
             yield
             return
-        from filelock import FileLock
+        from filelock import FileLock  # lazy: ~30 ms, only when writing
 
         self._fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
         with FileLock(f"{path}.lock"):
@@ -262,7 +262,7 @@ def _is_file(config: str) -> bool:
     """Whether ``config`` (a path or fsspec URL) names an existing file (a config file)."""
     if "://" not in config:
         return os.path.isfile(config)
-    import fsspec
+    import fsspec  # lazy: ~170 ms, only when the tracker reads or writes
 
     try:
         fs, path = fsspec.core.url_to_fs(config)
@@ -285,7 +285,7 @@ def create(config: str | None) -> FsspecTracker:
     Raises:
         ValueError: no config, or a config file missing ``protocol``/``root_path``.
     """
-    import fsspec
+    import fsspec  # lazy: ~170 ms, only when the tracker reads or writes
 
     if not config:
         raise ValueError(
