@@ -10,6 +10,9 @@ WorkloadPriorityClasses) get unique names and are deleted afterwards.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -217,6 +220,10 @@ def test_kueue_second_app_waits_then_runs(sched: Any, ns: str, queue: str, mode:
 
     desc = wait_until("the second app to wait with Kueue's reason", waits_with_reason, 60)
     assert desc.msg.startswith("waiting for Kueue admission in queue lq:"), desc.msg
+    # what a user sees: `torchx status` prints the same reason
+    cli = [sys.executable, "-m", "torchx.cli.main", "status", f"kubernetes://test/{second}"]
+    out = subprocess.run(cli, capture_output=True, text=True, timeout=120, env=os.environ.copy())
+    assert "waiting for Kueue admission in queue lq" in out.stdout + out.stderr, out
     assert wait_state(sched, first).state == AppState.SUCCEEDED
     done = wait_state(sched, second)
     assert done.state == AppState.SUCCEEDED and done.msg == NONE, done
