@@ -283,3 +283,16 @@ def test_evicted_pod_is_retried_but_an_app_error_fails_fast(
     desc = wait_state(sched, failing)
     assert desc.state == AppState.FAILED and "exited with code 3" in desc.msg, desc
     sched.delete(failing)
+
+
+def test_run_wait_ends_with_the_pull_reason(client: Any, ns: str) -> None:
+    """``torchx run --wait`` with an unpullable image ends within ``startup_timeout``, exit 1."""
+    cfg_arg = f"mode=jobset,namespace={ns},startup_timeout=15,image_pull_policy=IfNotPresent"
+    cli = [
+        *(sys.executable, "-m", "torchx.cli.main", "run", "-s", "kubernetes", "--wait"),
+        *("--workspace", "", "-cfg", cfg_arg, "utils.echo", "--image", "torchx-flow/not-there:1"),
+    ]
+    out = subprocess.run(cli, capture_output=True, text=True, timeout=300, env=os.environ.copy())
+    text = out.stdout + out.stderr
+    assert out.returncode == 1, text
+    assert "not started within startup_timeout=15s" in text and "ImagePull" in text, text
