@@ -123,12 +123,13 @@ image() {
   "$here/k8s-current.sh" load "$name"
 }
 
+# the CRDs of the Argo module the build used (its copy in the module cache)
+argo_crds() {
+  echo "$CACHE/go/mod/github.com/argoproj/argo-workflows/v4@$ARGO_VERSION/manifests/base/crds/minimal"
+}
+
 apply_argo() {
-  local crds
-  crds=$CACHE/go/mod/github.com/argoproj/argo-workflows/v4@$ARGO_VERSION/manifests/base/crds/minimal
-  [ -d "$crds" ] || crds=$(cd "$here/go/argo" && GOMODCACHE=$CACHE/go/mod go list -m -f '{{.Dir}}' \
-    github.com/argoproj/argo-workflows/v4)/manifests/base/crds/minimal
-  kubectl apply --server-side -k "$crds" >/dev/null
+  kubectl apply --server-side -k "$(argo_crds)" >/dev/null
   kubectl create namespace "$NS" --dry-run=client -o yaml | kubectl apply -f - >/dev/null
   # the controller uses the admin credentials (as the cluster's other add-ons), in a kubeconfig
   # that names the API server by its in-cluster Service
@@ -162,17 +163,19 @@ start() {
     kcline=$("$here/k8s-current.sh" start) || exit 1
     KC=${kcline#KUBECONFIG=}
   fi
-  if alive mariadb && alive mlmd && alive seaweedfs; then print_env; missing_kfp; return; fi
-  stop_processes
   mkdir -p "$D"
   bin=$(flock "$CACHE/kfp-build.lock" "$here/kfp-build.sh")
-  start_mariadb
-  start_mlmd
-  start_seaweedfs "$bin"
+  # host processes are reused when all run; the cluster part is (re)applied on every start
+  if ! { alive mariadb && alive mlmd && alive seaweedfs; }; then
+    stop_processes
+    start_mariadb
+    start_mlmd
+    start_seaweedfs "$bin"
+  fi
   local api_port
   api_port=$(sed -n 's#.*server: "https://127.0.0.1:\([0-9]*\)".*#\1#p' "$KC")
-  forward kapi "$KAPI_FWD_PORT" "127.0.0.1:$api_port"
-  forward s3 "$S3_PORT" "127.0.0.1:$S3_PORT"
+  alive socat-kapi || forward kapi "$KAPI_FWD_PORT" "127.0.0.1:$api_port"
+  alive socat-s3 || forward s3 "$S3_PORT" "127.0.0.1:$S3_PORT"
   image "$EXEC_IMAGE" "$bin/argoexec" argoexec
   image "$CTRL_IMAGE" "$bin/workflow-controller" workflow-controller
   apply_argo
@@ -195,8 +198,11 @@ stop() {
   KC=${TORCHX_FLOW_KFP_KUBECONFIG:-$RUN/k8s-current/kubeconfig}
   if [ -f "$KC" ] &&
     kubectl get --raw /readyz >/dev/null 2>&1; then
-    kubectl delete namespace "$NS" --ignore-not-found --wait=false >/dev/null 2>&1 || true
+    kubectl -n "$NS" delete workflows,deployments,pods --all --grace-period=1 --timeout=60s \
+      >/dev/null 2>&1 || true
+    kubectl delete namespace "$NS" --ignore-not-found --timeout=90s >/dev/null 2>&1 || true
     kubectl -n default delete endpointslice torchx-flow-kubernetes --ignore-not-found >/dev/null 2>&1 || true
+    kubectl delete -k "$(argo_crds)" --ignore-not-found >/dev/null 2>&1 || true
   fi
   stop_processes
   rm -rf "$D"
