@@ -46,6 +46,9 @@ __all__ = ["JobSetOps"]
 _CRD = (JOBSET_GROUP, JOBSET_VERSION)
 _SELECTOR = f"{LABEL_ORGANIZATION}=torchx.pytorch.org,{LABEL_MODE}={MODE_LABEL_VALUE}"
 _NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
+_ABSENT = (403, 404)
+"""Reads that find no JobSet app: no JobSet CRD (404), or a service account not allowed to
+read JobSets (403: e.g. a launcher whose Role covers only the plain and volcano modes)."""
 
 
 def _api_exception() -> type[Exception]:
@@ -127,7 +130,7 @@ class JobSetOps:
                 *_CRD, namespace, JOBSET_PLURAL, name
             )
         except _api_exception() as e:
-            if getattr(e, "status", None) == 404:
+            if getattr(e, "status", None) in _ABSENT:
                 return None
             raise
         labels = found.get("metadata", {}).get("labels") or {}
@@ -217,7 +220,7 @@ class JobSetOps:
                 *_CRD, namespace, JOBSET_PLURAL, label_selector=selector, timeout_seconds=30
             )
         except _api_exception() as e:
-            if getattr(e, "status", None) == 404:
+            if getattr(e, "status", None) in _ABSENT:
                 return []
             raise
         return builtins.list(resp.get("items", []))

@@ -316,3 +316,19 @@ def test_list_and_log_container() -> None:
     js["spec"]["suspend"] = True  # held by Kueue
     assert ops(fake).list("default")[0].state == AppState.PENDING
     assert ops(fake).log_container("r0", 1) == "r0"
+
+
+@pytest.mark.parametrize("status", [403, 404])
+def test_no_jobset_crd_or_no_permission_means_no_jobset_app(status: int) -> None:
+    from kubernetes.client.rest import ApiException
+
+    class Refusing:
+        def get_namespaced_custom_object(self, *args: Any, **kw: Any) -> Any:
+            raise ApiException(status=status)
+
+        list_namespaced_custom_object = get_namespaced_custom_object
+
+    o = JobSetOps(lambda: None)
+    o.__dict__.update(_custom=Refusing())
+    assert o.describe("default", "x") is None and o.list("default") == []
+    assert kueue.workload_lister(Refusing())("default") == []
