@@ -151,7 +151,8 @@ class JobSetOps:
         if kueue.LABEL_KUEUE_QUEUE not in labels:
             return None, ""
         lister = kueue.workload_lister(self._custom)
-        return kueue.workload_note(lister, namespace, [jobset["metadata"].get("uid", "")])
+        uid, queue = jobset["metadata"].get("uid", ""), labels[kueue.LABEL_KUEUE_QUEUE]
+        return kueue.workload_note(lister, namespace, [uid], queue)
 
     def describe(self, namespace: str, name: str) -> Optional[DescribeAppResponse]:
         """Describe the app (a read only); None when no torchx JobSet ``name`` exists."""

@@ -95,7 +95,10 @@ def workload_state(workload: dict[str, Any]) -> tuple[bool, str]:
 
 
 def workload_note(
-    list_workloads: Callable[[str], list[dict[str, Any]]], namespace: str, owners: Iterable[str]
+    list_workloads: Callable[[str], list[dict[str, Any]]],
+    namespace: str,
+    owners: Iterable[str],
+    queue: str = "",
 ) -> tuple[Optional[bool], str]:
     """Whether the app's Workloads are admitted, and why they wait.
 
@@ -103,9 +106,11 @@ def workload_note(
         list_workloads: returns the Workload objects of a namespace ([] without Kueue).
         namespace: the app's namespace.
         owners: the uids of the app's Jobs or JobSet.
+        queue: the app's queue label (named in the note of an app without a Workload).
 
     Returns:
-        ``(None, "")`` when the app has no Workload (yet); else ``(all admitted, note)``.
+        ``(None, note)`` when the app has no Workload (yet: Kueue makes it within a second,
+        so a lasting one means Kueue is not running); else ``(all admitted, note)``.
     """
     uids = set(owners)
     mine = [
@@ -114,7 +119,10 @@ def workload_note(
         if any(ref.get("uid") in uids for ref in w["metadata"].get("ownerReferences") or [])
     ]
     if not mine:
-        return None, ""
+        return None, (
+            f"suspended for Kueue queue {queue}: no Kueue Workload yet"
+            " (if this lasts, Kueue is not running or does not manage this kind of object)"
+        )
     states = [workload_state(w) for w in mine]
     notes = [note for _, note in states if note]
     return all(admitted for admitted, _ in states), "; ".join(notes)
@@ -152,7 +160,8 @@ def queue_note(custom: Any, namespace: str, jobs: list[Any], msg: str) -> str:
     if not queued:
         return msg
     lister = workload_lister(custom)
-    _, note = workload_note(lister, namespace, [str(j.metadata.uid) for j in queued])
+    queue = str((queued[0].metadata.labels or {}).get(LABEL_KUEUE_QUEUE))
+    _, note = workload_note(lister, namespace, [str(j.metadata.uid) for j in queued], queue)
     if not note:
         return msg
     return note if msg == "" or msg == NONE else f"{note}; {msg}"

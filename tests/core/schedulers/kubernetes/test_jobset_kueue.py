@@ -332,3 +332,10 @@ def test_no_jobset_crd_or_no_permission_means_no_jobset_app(status: int) -> None
     o.__dict__.update(_custom=Refusing())
     assert o.describe("default", "x") is None and o.list("default") == []
     assert kueue.workload_lister(Refusing())("default") == []
+
+
+def test_queued_app_without_workload_says_so() -> None:
+    js = jobset_of(app(), queue="team-a")
+    desc = ops(FakeApis(js, [], [], [])).describe("default", js["metadata"]["name"])
+    assert desc is not None and desc.state == AppState.PENDING
+    assert desc.msg.startswith("suspended for Kueue queue team-a: no Kueue Workload yet")
