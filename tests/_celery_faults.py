@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import os
+import re
 import time
 import urllib.parse
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 from _airflow_rest import Api
-from _celery_stack import WORKERS, CeleryStack
+from _celery_stack import WORKERS, CeleryStack, unreachable
 
 T = TypeVar("T")
 
@@ -52,6 +54,19 @@ for pid in filter(str.isdigit, os.listdir("/proc")):
 _KILL = "import os, sys; os.kill(int(sys.argv[1]), int(sys.argv[2]))"
 
 FORBIDDEN_NAMES = ("AIRFLOW_CONN_*", "AIRFLOW_VAR_*", "AIRFLOW__*", "CELERY_*")
+
+
+def api_server_port() -> int:
+    """The loopback port of the local cluster's API server (``$KUBECONFIG``'s server)."""
+    with open(os.environ["KUBECONFIG"]) as f:
+        found = re.search(r"https://127\.0\.0\.1:(\d+)", f.read())
+    assert found, "no loopback API server in $KUBECONFIG"
+    return int(found.group(1))
+
+
+def through(conn: dict[str, Any], port: int) -> dict[str, Any]:
+    """``conn`` reaching the API server through loopback ``port`` (e.g. a ``TcpProxy``)."""
+    return unreachable(conn, port)
 
 
 def until(

@@ -125,18 +125,6 @@ def unreachable(conn: dict[str, Any], port: int) -> dict[str, Any]:
     return bad
 
 
-def api_server_port() -> int:
-    """The loopback port of the local cluster's API server (``$KUBECONFIG``'s server)."""
-    found = re.search(r"https://127\.0\.0\.1:(\d+)", Path(os.environ["KUBECONFIG"]).read_text())
-    assert found, "no loopback API server in $KUBECONFIG"
-    return int(found.group(1))
-
-
-def through(conn: dict[str, Any], port: int) -> dict[str, Any]:
-    """``conn`` reaching the API server through loopback ``port`` (e.g. a ``TcpProxy``)."""
-    return unreachable(conn, port)
-
-
 class Cluster:
     """What the stack's namespace holds: Jobs and pods by task, exec into a replica."""
 

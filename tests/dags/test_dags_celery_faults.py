@@ -54,6 +54,7 @@ import pytest
 from _airflow_rest import Api
 from _celery_faults import (
     WAIT_SCRIPT,
+    api_server_port,
     app_state,
     failure,
     job_name,
@@ -63,6 +64,7 @@ from _celery_faults import (
     task_instances,
     task_process,
     task_process_alive,
+    through,
     until,
 )
 from _celery_stack import (
@@ -71,9 +73,7 @@ from _celery_stack import (
     SERVICES,
     WORKERS,
     CeleryStack,
-    api_server_port,
     build_images,
-    through,
 )
 from _infra import REPO, missing
 from _tcp_proxy import TcpProxy
