@@ -18,6 +18,23 @@ SOURCES = [
     REPO / "core/torchx/schedulers/kubernetes_scheduler.py",
 ]
 VOLCANO = "batch.volcano.sh"
+JOBSET = "jobset.x-k8s.io"
+KUEUE = "kueue.x-k8s.io"
+
+# custom objects: the module that calls them -> (api group, resource) (one kind per module)
+CUSTOM_KINDS = {
+    "volcano_ops.py": (VOLCANO, "jobs"),
+    "jobset_ops.py": (JOBSET, "jobsets"),
+    "kueue.py": (KUEUE, "workloads"),
+}
+CUSTOM_VERBS = {
+    "create_namespaced_custom_object": ("", "create"),
+    "get_namespaced_custom_object": ("", "get"),
+    "list_namespaced_custom_object": ("", "list"),
+    "patch_namespaced_custom_object": ("", "patch"),
+    "delete_namespaced_custom_object": ("", "delete"),
+    "replace_namespaced_custom_object_status": ("/status", "update"),
+}
 
 # client method -> (api group, resource, verb)
 CALLS = {
@@ -31,12 +48,6 @@ CALLS = {
     "list_namespaced_pod": ("", "pods", "list"),
     "read_namespaced_pod_log": ("", "pods/log", "get"),
     "list_namespaced_event": ("", "events", "list"),
-    "create_namespaced_custom_object": (VOLCANO, "jobs", "create"),
-    "get_namespaced_custom_object": (VOLCANO, "jobs", "get"),
-    "list_namespaced_custom_object": (VOLCANO, "jobs", "list"),
-    "patch_namespaced_custom_object": (VOLCANO, "jobs", "patch"),
-    "delete_namespaced_custom_object": (VOLCANO, "jobs", "delete"),
-    "replace_namespaced_custom_object_status": (VOLCANO, "jobs/status", "update"),
 }
 
 
@@ -46,6 +57,13 @@ def used_rules() -> set[tuple[str, str, str]]:
     for path in SOURCES:
         text = path.read_text()
         for method in set(re.findall(r"\.(\w+_namespaced_\w+)\b", text)):
+            if method in CUSTOM_VERBS:
+                assert path.name in CUSTOM_KINDS, (
+                    f"{path.name} calls {method}: add the custom object's kind to CUSTOM_KINDS"
+                )
+                (group, resource), (sub, verb) = CUSTOM_KINDS[path.name], CUSTOM_VERBS[method]
+                rules.add((group, resource + sub, verb))
+                continue
             assert method in CALLS, f"{path.name} calls {method}: add its RBAC rule to CALLS"
             rules.add(CALLS[method])
         if re.search(r"Watch\(\)\.stream\(\s*(self\._)?core\.list_namespaced_pod", text):
@@ -74,9 +92,12 @@ def test_the_manifest_grants_exactly_what_the_scheduler_calls() -> None:
     assert not granted - used, f"granted but never used: {sorted(granted - used)}"
 
 
-def test_the_scan_sees_both_modes() -> None:
-    """Plain (batch Jobs, pod watch) and Volcano (its Jobs and their status) calls are found."""
+def test_the_scan_sees_every_mode() -> None:
+    """Plain (batch Jobs, pod watch), Volcano (its Jobs and their status), JobSet and Kueue
+    (Workloads: reading admission, deactivating on cancel) calls are found."""
     used = used_rules()
+    assert (JOBSET, "jobsets", "create") in used
+    assert (KUEUE, "workloads", "patch") in used
     assert ("", "pods", "watch") in used
     assert ("batch", "jobs", "patch") in used
     assert (VOLCANO, "jobs/status", "update") in used
