@@ -25,10 +25,13 @@ if TYPE_CHECKING:
     from torchx.specs.api import AppDef, AppStatus
     from torchx_airflow._settings import TorchXSettings
 
-__all__ = ["XCOM_KEYS", "AppManager", "Started"]
+__all__ = ["TRANSIENT_TIMEOUT", "XCOM_KEYS", "AppManager", "Started"]
 
 XCOM_KEYS = ("app_handle", "app_id", "state", "ui_url", "tracker_run_id")
 _JOIN_TIMEOUT = 10.0  # seconds per replica for the log tails to reach the end
+TRANSIENT_TIMEOUT = 300.0
+"""Seconds a status or log call may fail (connection errors) before it counts (the trigger's
+default too)."""
 
 
 class Started:
@@ -257,7 +260,7 @@ class AppManager:
             startup_timeout=op.startup_timeout,
             wait_interval=op.poll_interval,
             join_timeout=_JOIN_TIMEOUT,
-            **_transient_kwargs(),
+            transient_timeout=TRANSIENT_TIMEOUT,
         ) as follower:
             store_after, push_after = write_delays(handle)
             ended = follower.wait(store_after) if store_after else False
@@ -351,14 +354,3 @@ def _labelled(runner: Runner, handle: str) -> bool:
         return labelled(runner, handle)
     except Exception:
         return False
-
-
-def _transient_kwargs() -> dict[str, Any]:
-    """``transient_timeout`` where the follow layer takes it (contract C4)."""
-    import inspect
-
-    from torchx.runner.follow import Follower
-
-    if "transient_timeout" in inspect.signature(Follower).parameters:
-        return {"transient_timeout": 300.0}
-    return {}
