@@ -105,9 +105,20 @@ class TorchXComponent(BaseComponent):
         raise NotImplementedError
 
     def __call__(self, *args: Any, **kwargs: Any) -> PipelineTask:
-        """Creates the task (keyword arguments are the inputs) and applies the settings."""
+        """Creates the task (keyword arguments are the inputs) and applies the settings.
+
+        Every input the command references is passed: a component parameter the caller
+        leaves out gets its default as the task's value, since the KFP backend (2.17+) leaves
+        an unpassed optional input out of the executor input and its driver then fails on
+        the reference. ``parent_run_id`` stays unpassed when not given: the command guards
+        it with an IfPresent placeholder.
+        """
         for name, channel in self.channels.items():
             kwargs.setdefault(name, channel)
+        positional = set(list(self.component_spec.inputs or {})[: len(args)])
+        for inp in self.inputs:
+            if inp.default is not None and inp.name not in positional:
+                kwargs.setdefault(inp.name, inp.default)
         for name, placeholder in RUN_INPUTS.items():  # resolved by KFP as task inputs only
             kwargs.setdefault(name, placeholder)
         task = super().__call__(*args, **kwargs)

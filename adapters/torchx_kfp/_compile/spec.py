@@ -97,6 +97,16 @@ def _input_specs(inputs: Sequence[ComponentInput], env_inputs: Sequence[str]) ->
     return specs
 
 
+def _parent_export() -> Element:
+    """The ``TORCHX_PARENT_RUN_ID=...`` export, guarded: only a task that passes the input has it.
+
+    A task without an upstream does not pass the optional ``parent_run_id``; the KFP backend
+    (2.17+) leaves it out of the executor input, so an unguarded reference fails the driver.
+    """
+    export = f"{ENV_TORCHX_PARENT_RUN_ID}={input_placeholder(PARENT_INPUT)}"
+    return {"if": {"cond": {"isPresent": PARENT_INPUT}, "then": [export]}}
+
+
 def _split_env(
     role: Role, app: AppDef, inputs: Sequence[ComponentInput], env_inputs: Sequence[str]
 ) -> tuple[dict[str, str], list[Element]]:
@@ -104,7 +114,7 @@ def _split_env(
     static: dict[str, str] = {}
     exports: list[Element] = [
         to_placeholders(f"{ENV_TORCHX_JOB_ID}={job_id_expr(app)}", inputs),
-        f"{ENV_TORCHX_PARENT_RUN_ID}={input_placeholder(PARENT_INPUT)}",
+        _parent_export(),
     ]
     for key, value in sorted(role.env.items()):
         if key in (ENV_TORCHX_JOB_ID, ENV_TORCHX_PARENT_RUN_ID) or key in env_inputs:

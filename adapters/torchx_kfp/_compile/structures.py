@@ -21,9 +21,20 @@ __all__ = ["component_spec"]
 
 
 def _element(value: Any) -> Any:
-    """A command/args element: a string (input placeholders embedded) or an output file."""
+    """A command/args element: a string, an output file, or an IfPresent guard.
+
+    Strings have input placeholders embedded; a guard is the YAML component's
+    ``{"if": {"cond": {"isPresent": x}, "then": [...]}}`` (the SDK's IfPresentPlaceholder).
+    """
     if isinstance(value, str):
         return value
+    if "if" in value:
+        clause = value["if"]
+        return placeholders.IfPresentPlaceholder(
+            input_name=clause["cond"]["isPresent"],
+            then=[_element(e) for e in clause["then"]],
+            else_=[_element(e) for e in clause.get("else") or []] or None,
+        )
     if "inputValue" in value:
         return placeholders.InputValuePlaceholder(value["inputValue"])
     if "outputPath" in value:
@@ -36,6 +47,8 @@ def _text(value: Any) -> str:
         return value
     if "inputValue" in value:
         return "{{$.inputs.parameters['" + value["inputValue"] + "']}}"
+    if "if" in value:
+        return str(_element(value)._to_string())
     return "{{$.outputs.parameters['" + value["outputPath"] + "'].output_file}}"
 
 
