@@ -25,6 +25,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from torchx_kfp._compile.passed_inputs import check_passed_inputs
+
 __all__ = [
     "RUN_PLACEHOLDERS",
     "check_container",
@@ -157,8 +159,10 @@ def _task_constants(task: Mapping[str, Any]) -> Iterable[tuple[str, Any]]:
 def check_pipeline_spec(ir: Mapping[str, Any]) -> None:
     """Raises when a compiled pipeline (IR as a dict) holds what the backend leaves literal.
 
-    Checks every executor's container (with its component's inputs and outputs) and every
-    task's input constants, in the root DAG and nested DAGs.
+    Checks every executor's container (with its component's inputs and outputs), that every
+    task passes each input its container references outside an IfPresent guard
+    (:func:`~torchx_kfp._compile.passed_inputs.check_passed_inputs`), and every task's input
+    constants, in the root DAG and nested DAGs.
 
     Raises:
         ValueError: naming the task (or executor), where, and the placeholder.
@@ -177,6 +181,7 @@ def check_pipeline_spec(ir: Mapping[str, Any]) -> None:
                 [*defs_in.get("parameters", {}), *defs_in.get("artifacts", {})],
                 [*defs_out.get("parameters", {}), *defs_out.get("artifacts", {})],
             )
+    check_passed_inputs(ir)
     dags = [("root", ir.get("root") or {})] + list(components.items())
     for _, comp in dags:
         for key, task in ((comp.get("dag") or {}).get("tasks") or {}).items():
