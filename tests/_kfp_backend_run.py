@@ -130,10 +130,10 @@ class BackendRun:
 
     def _inputs(self, name: str, task: Mapping[str, Any], params: Mapping[str, Any]) -> Any:
         comp = self.ir["components"][task["componentRef"]["name"]]
+        # Component input defaults are NOT filled in: the 2.17.0 driver leaves an optional
+        # input the task does not pass out of the executor input (driver/resolve.go,
+        # resolveInputs: "They are resolved internally within the component").
         values: dict[str, Any] = {}
-        for key, spec in (comp.get("inputDefinitions", {}).get("parameters") or {}).items():
-            if "defaultValue" in spec:
-                values[key] = spec["defaultValue"]
         for key, spec in (task.get("inputs", {}).get("parameters") or {}).items():
             if "componentInputParameter" in spec:
                 values[key] = params[spec["componentInputParameter"]]
@@ -179,7 +179,16 @@ class BackendRun:
             },
         }
 
-    def _task(self, name: str, task: Mapping[str, Any], params: Mapping[str, Any]) -> TaskResult:
+    def resolve(self, name: str, task: Mapping[str, Any], params: Mapping[str, Any]) -> Any:
+        """The driver's and launcher's passes for one task, without running it.
+
+        Returns:
+            ``(component, container, executor input, argv)``.
+
+        Raises:
+            BackendRuleError: where the backend's driver fails (e.g. an input the command
+                references is not in the executor input).
+        """
         comp, values, artifacts = self._inputs(name, task, params)
         container = self.ir["deploymentSpec"]["executors"][comp["executorLabel"]]["container"]
         executor_input = self._executor_input(name, comp, values, artifacts)
@@ -187,7 +196,10 @@ class BackendRun:
             *driver_args(container.get("command") or [], values),
             *driver_args(container.get("args") or [], values),
         ]
-        argv = launcher_args(argv, executor_input)
+        return comp, container, executor_input, launcher_args(argv, executor_input)
+
+    def _task(self, name: str, task: Mapping[str, Any], params: Mapping[str, Any]) -> TaskResult:
+        comp, container, executor_input, argv = self.resolve(name, task, params)
         env = {e["name"]: e.get("value", "") for e in container.get("env") or []}
         left = unresolved_left(argv) + [f"{k}={v}" for k, v in env.items() if "{{$" in v]
         if left:
