@@ -22,26 +22,35 @@ _PARAM = re.compile(r"\{\{\$\.inputs\.parameters\['([^']+)'\]\}\}")
 _IF_PRESENT = '{"IfPresent":'
 
 
-def _refs(element: Any, guarded: frozenset[str]) -> set[str]:
-    if isinstance(element, list):
-        return set().union(*(_refs(e, guarded) for e in element)) if element else set()
+def _plain(items: Any) -> set[str]:
+    """References in a Then/Else branch: a string or a list of strings.
+
+    2.17.0 ``resolveCondition`` substitutes each item as plain text, never as a nested clause.
+    """
+    texts = [items] if isinstance(items, str) else list(items or [])
+    return {n for t in texts if isinstance(t, str) for n in _PARAM.findall(t)}
+
+
+def _refs(element: Any) -> set[str]:
     if not isinstance(element, str):
         return set()
     if element.lstrip().startswith(_IF_PRESENT):
         clause = json.loads(element)["IfPresent"]
-        name = clause.get("InputName", "")
-        inner = _refs(clause.get("Then") or [], guarded | {name})
-        return inner | _refs(clause.get("Else") or [], guarded)
-    return {n for n in _PARAM.findall(element) if n not in guarded}
+        guarded = _plain(clause.get("Then")) - {clause.get("InputName", "")}
+        return guarded | _plain(clause.get("Else"))
+    return set(_PARAM.findall(element))
 
 
 def referenced_inputs(command: Iterable[Any]) -> set[str]:
     """The input parameters a container command/args references outside an IfPresent guard.
 
+    A reference in the Then branch of a whole ``{"IfPresent": ...}`` element naming the same
+    input is guarded (that branch is taken only when the input is in the executor input).
+
     Args:
         command: the container's command followed by its args, as in the IR.
     """
-    return _refs(list(command), frozenset())
+    return set().union(*(_refs(e) for e in command))
 
 
 def _container_refs(ir: Mapping[str, Any]) -> dict[str, set[str]]:

@@ -58,11 +58,13 @@ def test_passed_or_guarded_inputs_pass(tmp_path: Path, guarded: bool) -> None:
     check_pipeline_spec(ir)
 
 
-def test_references_inside_an_if_present_guard_of_another_input_count() -> None:
+def test_only_the_then_branch_of_its_own_guard_is_safe() -> None:
     guard = '{"IfPresent": {"InputName": "a", "Then": ["%s"]}}'
     assert referenced_inputs([guard % "{{$.inputs.parameters['a']}}"]) == set()
     assert referenced_inputs([guard % "{{$.inputs.parameters['b']}}"]) == {"b"}
     assert referenced_inputs(["x={{$.inputs.parameters['c']}}", "{{$}}"]) == {"c"}
+    other = '{"IfPresent": {"InputName": "a", "Else": "{{$.inputs.parameters[\'a\']}}"}}'
+    assert referenced_inputs([other]) == {"a"}  # the Else branch runs when `a` is absent
 
 
 def _chain() -> Any:
