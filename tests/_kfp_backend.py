@@ -1,7 +1,9 @@
 """The KFP backend's run-time rules for one task, as plain functions (test harness, not product).
 
-Each rule follows kubeflow/pipelines ``backend/src/v2`` at 7b70c7b (2026-08); the file is
-named per function. kfp.local is more lenient (it resolves Concat, run ids anywhere and
+Each rule follows kubeflow/pipelines ``backend/src/v2`` as read at the 2.17.0 tag (the files
+cited are the same at 7b70c7b, 2026-08); the file is named per function. None was checked
+against a running backend (it cannot be built here). :func:`driver_args` fails on an input the
+executor input lacks: the driver never fills a component default in (``driver/resolve.go``). kfp.local is more lenient (it resolves Concat, run ids anywhere and
 placeholders nested in constants); these rules are what a cluster does. The Docker part that
 runs a whole pipeline is :mod:`_kfp_backend_run`.
 """
