@@ -1,13 +1,15 @@
 """OpenLineage of TorchXOperator tasks in the distributed Airflow stack (docker-compose.celery.yml).
 
-One stack for the module, as in test_dags_celery.py (CeleryExecutor, Redis, Postgres, two
-Celery workers on distinct hosts; the apps are pods of the local cluster), with the DAG of
-compose/celery/dags/torchx_celery_lineage.py. Each worker runs the OpenLineage provider of
-its image with the client's file transport, in ``[openlineage] execute_in_thread`` mode (the
-README's setting), writing to a file of its own on the stack's shared logs volume; the test
-reads both files from a container. The ``train`` pod writes its own ``OPENLINEAGE*``
-variables to the work directory every pod mounts. The module leaves no container, network,
-volume, namespace, Job or pod.
+One stack per listener mode (below), as in test_dags_celery.py (CeleryExecutor, Redis, Postgres,
+two Celery workers on distinct hosts; the apps are pods of the local cluster), with the DAG of
+compose/celery/dags/torchx_celery_lineage.py. Each worker runs the OpenLineage provider of its
+image with the client's file transport, writing to a file of its own on the stack's shared logs
+volume; the test reads both files from a container. The module runs twice, once per mode of the
+listener: in a thread (``[openlineage] execute_in_thread``, the README's setting) and forked
+(the provider's default; under ``dag.test`` it loses the COMPLETE/FAIL events, on a real Celery
+worker it does not). The ``train`` pod writes its own ``OPENLINEAGE*`` variables to the work
+directory every pod mounts. The module leaves no container, network, volume, namespace, Job or
+pod.
 """
 
 from __future__ import annotations
@@ -36,28 +38,29 @@ def _events_file(worker: str) -> str:
     return f"/opt/airflow/logs/openlineage-{worker}.jsonl"
 
 
-def _service_env() -> dict[str, dict[str, str]]:
-    """Each worker: the file transport to a file of its own, lineage in a thread."""
+def _service_env(in_thread: bool) -> dict[str, dict[str, str]]:
+    """Each worker: the file transport to a file of its own, the listener's mode."""
     env = {}
     for worker in WORKERS:
         transport = {"type": "file", "log_file_path": _events_file(worker), "append": True}
         env[worker] = {
             "AIRFLOW__OPENLINEAGE__TRANSPORT": json.dumps(transport),
             "AIRFLOW__OPENLINEAGE__NAMESPACE": NAMESPACE,
-            "AIRFLOW__OPENLINEAGE__EXECUTE_IN_THREAD": "True",
+            "AIRFLOW__OPENLINEAGE__EXECUTE_IN_THREAD": str(in_thread),
         }
     return env
 
 
-@pytest.fixture(scope="module")
-def stack() -> Iterator[CeleryStack]:
-    """The Celery stack with OpenLineage on the workers, up and healthy; removed afterwards."""
+@pytest.fixture(scope="module", params=["thread", "fork"])
+def stack(request: pytest.FixtureRequest) -> Iterator[CeleryStack]:
+    """The Celery stack with OpenLineage on the workers (the listener in a thread, or forked),
+    up and healthy; removed afterwards."""
     if shutil.which("docker-compose") is None:
         missing("docker-compose", "docker-compose is not installed (scripts/install-ci-deps.sh)")
     build_images()
     stack = CeleryStack(prefix="txflow-lineage")
     stack.extra_dags = [LINEAGE_DAG]
-    stack.service_env = _service_env()
+    stack.service_env = _service_env(request.param == "thread")
     try:
         stack.up((DAG,))
         yield stack
