@@ -89,8 +89,8 @@ def complete(mgr: AppManager, event: dict[str, Any]) -> Any:
         started = Started(handle, None, runner.describe(handle), launched=False)
         try:
             result = mgr.follow(started)
-        except BaseException:
-            mgr.stop(handle)
+        except BaseException as e:
+            mgr.abandon(handle, e)
             raise
         return mgr.finish(result)
     from torchx_airflow.triggers._resume import resumed_result

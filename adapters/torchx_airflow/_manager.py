@@ -227,6 +227,19 @@ class AppManager:
             self.log.info("%s: stopping TorchX app %s", why, handle)
         stop_app(self.runner, handle, self.op.on_finish_action, self.log)
 
+    def abandon(self, handle: str, error: BaseException) -> None:
+        """Ends this try's follow after ``error``: the app is stopped (:meth:`stop`).
+
+        Except when the scheduler did not answer for ``transient_timeout``: nothing says the app
+        is unhealthy then, so it is left as it is and a retry re-attaches to it.
+        """
+        from torchx.runner.follow import SchedulerUnreachableError
+
+        if isinstance(error, SchedulerUnreachableError):
+            self.log.warning("TorchX app %s left as it is (a retry re-attaches): %s", handle, error)
+            return
+        self.stop(handle)
+
     # ------------------------------------------------------------------ follow
 
     def follow(self, started: Started) -> FollowResult:

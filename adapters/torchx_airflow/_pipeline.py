@@ -20,6 +20,8 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Optional, Union
 
+from torchx_airflow._lineage_pipeline import step_lineage
+
 if TYPE_CHECKING:
     from airflow.sdk import DAG
 
@@ -96,6 +98,8 @@ def _step_kwargs(
     parent = parent_of(pipeline, name)
     if parent:
         kwargs["parent_run_id"] = _xcom(parent, "tracker_run_id")
+    # OpenLineage: the step's declared outputs, and the other steps' outputs it reads
+    kwargs.update({k: v for k, v in step_lineage(pipeline, name, param_jinja).items() if v})
     return kwargs
 
 

@@ -227,8 +227,8 @@ class TorchXOperator(LineageMixin, BaseOperator):
             result = mgr.follow(started)
         except TaskDeferred:
             raise
-        except BaseException:
-            mgr.stop(started.handle)
+        except BaseException as e:
+            mgr.abandon(started.handle, e)
             raise
         return mgr.finish(result)
 
