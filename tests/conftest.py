@@ -123,6 +123,9 @@ def pytest_make_collect_report(
 _STACK_MODULES = ("test_dags_celery", "test_dags_compose")
 """Modules (name prefixes) that run a whole Airflow stack: one at a time (ports, CPU)."""
 
+_KFP_DIRS = ("pipelines", "kfp")
+"""Test folders whose ``docker`` tests run kfp.local containers (tests/pipelines, adapters/kfp)."""
+
 
 def _xdist_group(item: pytest.Item) -> str:
     """The ``pytest-xdist`` group of a test: tests of one group run one after another.
@@ -134,6 +137,9 @@ def _xdist_group(item: pytest.Item) -> str:
     module = item.path.stem
     if module.startswith(_STACK_MODULES):
         return "stack"
+    # kfp.local's DockerRunner containers: test_kfp_local checks that none is left behind
+    if item.get_closest_marker("docker") is not None and item.path.parent.name in _KFP_DIRS:
+        return "kfp_local"
     for marker in ("k8s", "k8s_current", "slurm"):
         if item.get_closest_marker(marker) is not None:
             return marker

@@ -66,6 +66,7 @@ def trigger_for(
         deadline=time.time() + left if left is not None else None,  # the trigger enforces it
         startup_timeout=op.startup_timeout,
         stream_logs=op.stream_logs,
+        transient_timeout=op.transient_timeout,
     )
     return trigger, dt.timedelta(seconds=left + DEFERRAL_MARGIN) if left is not None else None
 

@@ -273,7 +273,7 @@ class AppManager:
             startup_timeout=op.startup_timeout,
             wait_interval=op.poll_interval,
             join_timeout=_JOIN_TIMEOUT,
-            transient_timeout=TRANSIENT_TIMEOUT,
+            transient_timeout=getattr(op, "transient_timeout", TRANSIENT_TIMEOUT),
         ) as follower:
             store_after, push_after = write_delays(handle)
             ended = follower.wait(store_after) if store_after else False

@@ -284,16 +284,20 @@ def test_execution_timeout_shorter_than_app_cancels_it(
     ti = api.tasks(dag, run_id)["sleep"]
     assert ti["state"] == "failed" and ti["try_number"] == 1, ti
     log = api.log(dag, run_id, "sleep", 1)
-    if dag == "torchx_timeout_deferred":  # Airflow's trigger timeout, then the resume on a worker
-        assert "the deferral failed" in log, log[-3000:]
+    if dag == "torchx_timeout_deferred":  # the trigger enforces the deadline itself
+        assert "deadline passed: cancelling TorchX app" in log, log[-3000:]
     [app] = stack.cluster.apps(dag, "sleep")
     assert _app_state(stack, app) == "CANCELLED"
     _wait_no_pods(stack.cluster, app)
 
 
-def test_trigger_that_cannot_reach_the_cluster_fails_the_task_and_cancels_the_app(
+def test_trigger_that_cannot_reach_the_cluster_fails_the_task_and_leaves_the_app(
     stack: CeleryStack, api: Api
 ) -> None:
+    """An unanswering cluster is retried for ``transient_timeout`` (20 s here), then the task
+    fails; nothing says the app is unhealthy, so it is left running for a retry to re-attach to."""
+    from torchx.runner import get_runner
+
     dag = "torchx_trigger_fault"
     run_id = api.trigger(dag, {})
     # the workers launch on the cluster; the triggerer's status calls are refused
@@ -305,9 +309,11 @@ def test_trigger_that_cannot_reach_the_cluster_fails_the_task_and_cancels_the_ap
     # the error the task failed with (its log record's error details) is the trigger's message
     log = _log_records(api, dag, run_id, "sleep", 1)
     handle = f"kubernetes://torchx/{stack.cluster.namespace}:{app}"
-    assert f"could not follow TorchX app {handle}: ClusterUnreachable" in log, log[-3000:]
-    assert "cannot reach the Kubernetes API server" in log, log[-3000:]
-    assert _app_state(stack, app) == "CANCELLED"
+    assert f"TorchX app {handle}: the kubernetes scheduler did not answer" in log, log[-3000:]
+    assert "the app was left as it is" in log, log[-3000:]
+    assert _app_state(stack, app) == "RUNNING"
+    with get_runner() as runner:  # the test's own clean-up
+        runner.cancel(handle)
     _wait_no_pods(stack.cluster, app)
 
 

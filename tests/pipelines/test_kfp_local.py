@@ -149,6 +149,7 @@ def test_echo_pipeline_under_docker_runner(
     assert len(outputs) == 1 and outputs[0].read_text().startswith("kfp://")
 
 
+@pytest.mark.docker
 def test_no_container_left_behind() -> None:
     """Every DockerRunner container is auto-removed (only this project's label is checked)."""
     from _infra import docker_host

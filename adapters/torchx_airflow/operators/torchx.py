@@ -94,6 +94,10 @@ class TorchXOperator(LineageMixin, BaseOperator):
             land there; at most twice per app, then a new app) or ``launch``.
         startup_timeout: seconds the app may take to start running (PENDING); past it the
             task fails with the scheduler's reason and the app is cancelled.
+        transient_timeout: seconds status and log calls may fail with transient errors (the
+            scheduler unreachable, a dropped connection, a 5xx) before the task gives up
+            (default 300); they are retried with back-off meanwhile, and a task that gives up
+            leaves the app as it is, for a retry to re-attach to.
         **kwargs: ``BaseOperator`` arguments (``task_id``, ``retries``, ...).
     """
 
@@ -139,6 +143,7 @@ class TorchXOperator(LineageMixin, BaseOperator):
         on_finish_action: str = "cancel",
         on_other_host: str = "fail",
         startup_timeout: Optional[float] = None,
+        transient_timeout: float = 300.0,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -173,6 +178,7 @@ class TorchXOperator(LineageMixin, BaseOperator):
         self.on_finish_action = check_on_finish_action(on_finish_action, self.task_id)
         self.on_other_host = check_on_other_host(on_other_host, self.task_id)
         self.startup_timeout = startup_timeout
+        self.transient_timeout = float(transient_timeout)
         self._manager: Optional[AppManager] = None
 
     @property

@@ -75,7 +75,10 @@ train_half = dag_from_pipeline(
 for _dag_id, _kwargs in (
     ("torchx_timeout", {"execution_timeout": timedelta(seconds=20)}),
     ("torchx_timeout_deferred", {"execution_timeout": timedelta(seconds=20), "deferrable": True}),
-    ("torchx_trigger_fault", {"torchx_conn_id": "torchx_trigger_fault", "deferrable": True}),
+    (
+        "torchx_trigger_fault",
+        {"torchx_conn_id": "torchx_trigger_fault", "deferrable": True, "transient_timeout": 20},
+    ),
 ):
     with DAG(_dag_id, schedule=None, start_date=START, catchup=False, tags=["torchx"]):
         TorchXOperator(

@@ -172,7 +172,12 @@ def test_labels_round_trip_through_the_job_comment(runner: Any, tmp_path: Path) 
         assert comments.startswith("my own note ")  # the user's comment is kept
     finally:
         assert _stop(runner, handle) == AppState.CANCELLED
-    # added after the end: accounting (sacctmgr)
+    # added after the end, once the controller has let the job go (its end record is in
+    # accounting): sacctmgr. (Labelled in the moment between the two, the label can be lost to
+    # the end record: see docs/slurm.md.)
+    deadline = time.monotonic() + 60
+    while sched._squeue(app_id) and time.monotonic() < deadline:
+        time.sleep(1)
     set_app_labels(runner, handle, {"processed": "true"})
     (found,) = find_apps(runner, "slurm", {"run": run, "processed": "true"})
     assert found.state == AppState.CANCELLED
