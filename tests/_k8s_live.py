@@ -151,9 +151,13 @@ def namespace(client: Any, prefix: str = "tx-live") -> Iterator[str]:
     finally:
         batch = k8s.BatchV1Api(client)
         for job in batch.list_namespaced_job(name).items:
-            batch.delete_namespaced_job(
-                job.metadata.name, name, propagation_policy="Background", grace_period_seconds=0
-            )
+            try:  # a controller (JobSet's) may delete its Jobs between the list and here
+                batch.delete_namespaced_job(
+                    job.metadata.name, name, propagation_policy="Background", grace_period_seconds=0
+                )
+            except k8s.ApiException as e:
+                if e.status != 404:
+                    raise
         core.delete_collection_namespaced_pod(name, grace_period_seconds=0)
         core.delete_namespace(name)
 
