@@ -12,13 +12,13 @@ it the same way with ``stopped: startup-timeout``.
 from __future__ import annotations
 
 import builtins
-import functools
 import json
 import time
 from collections.abc import Callable
 from typing import Any, Optional
 
 from torchx.schedulers._kubernetes import kueue
+from torchx.schedulers._kubernetes.clients import ModeClients
 from torchx.schedulers._kubernetes.jobset import (
     JOBSET_GROUP,
     JOBSET_PLURAL,
@@ -58,7 +58,7 @@ def _api_exception() -> type[Exception]:
     return exc
 
 
-class JobSetOps:
+class JobSetOps(ModeClients):
     """Build, create, read, stop and delete jobset-mode apps.
 
     Args:
@@ -71,24 +71,6 @@ class JobSetOps:
     ) -> None:
         self._api_client = api_client
         self._sleep = sleep
-
-    @functools.cached_property
-    def _custom(self) -> Any:
-        from kubernetes import client
-
-        return client.CustomObjectsApi(self._api_client())
-
-    @functools.cached_property
-    def _core(self) -> Any:
-        from kubernetes import client
-
-        return client.CoreV1Api(self._api_client())
-
-    @functools.cached_property
-    def _batch(self) -> Any:
-        from kubernetes import client
-
-        return client.BatchV1Api(self._api_client())
 
     # -- submit ---------------------------------------------------------------------------
 

@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Optional
 
+from torchx.schedulers._kubernetes.clients import ModeClients
 from torchx.schedulers._kubernetes.kueue import deactivate_queued, queue_note
 from torchx.schedulers._kubernetes.modes import PodFactory
 from torchx.schedulers._kubernetes.names import (
@@ -80,7 +81,7 @@ def app_selector(name: str) -> str:
     return f"{LABEL_UNIQUE_NAME}={name},{LABEL_MODE}={MODE_LABEL_VALUE}"
 
 
-class PlainOps:
+class PlainOps(ModeClients):
     """Build, create, read, stop and delete plain-mode apps.
 
     Args:
@@ -99,24 +100,6 @@ class PlainOps:
         self._api_client = api_client
         self._sleep = sleep
         self._timing = timing or SubmitTiming()
-
-    @functools.cached_property
-    def _batch(self) -> Any:
-        from kubernetes import client
-
-        return client.BatchV1Api(self._api_client())
-
-    @functools.cached_property
-    def _custom(self) -> Any:  # Kueue's Workloads
-        from kubernetes import client
-
-        return client.CustomObjectsApi(self._api_client())
-
-    @functools.cached_property
-    def _core(self) -> Any:
-        from kubernetes import client
-
-        return client.CoreV1Api(self._api_client())
 
     # -- submit ---------------------------------------------------------------------------
 

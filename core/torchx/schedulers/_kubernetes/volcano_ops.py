@@ -9,12 +9,12 @@ templates, so the Job is found by a label selector before (or without) any pod.
 from __future__ import annotations
 
 import builtins
-import functools
 import json
 import time
 from collections.abc import Callable, Mapping
 from typing import Any, Optional
 
+from torchx.schedulers._kubernetes.clients import ModeClients
 from torchx.schedulers._kubernetes.modes import PodFactory
 from torchx.schedulers._kubernetes.names import (
     LABEL_UNIQUE_NAME,
@@ -78,7 +78,7 @@ def _conflict_name(e: Any, fallback: str) -> str:
         return fallback
 
 
-class VolcanoOps:
+class VolcanoOps(ModeClients):
     """Build, create, read, abort and delete Volcano Jobs.
 
     Args:
@@ -87,18 +87,6 @@ class VolcanoOps:
 
     def __init__(self, api_client: Callable[[], Any]) -> None:
         self._api_client = api_client
-
-    @functools.cached_property
-    def _custom(self) -> Any:
-        from kubernetes import client
-
-        return client.CustomObjectsApi(self._api_client())
-
-    @functools.cached_property
-    def _core(self) -> Any:
-        from kubernetes import client
-
-        return client.CoreV1Api(self._api_client())
 
     # -- submit ---------------------------------------------------------------------------
 
