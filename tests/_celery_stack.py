@@ -226,6 +226,8 @@ class CeleryStack:
     Attributes:
         service_env: more environment variables per service (set before :meth:`up`), given
             in a compose override file (``--file``; docker-compose merges ``environment``).
+        service_volumes: more bind mounts per service (``HOST:CONTAINER:ro``), in that file too
+            (e.g. a test-only hook folder, ``tests/_k8s_job_delay.py``).
     """
 
     def __init__(
@@ -246,6 +248,7 @@ class CeleryStack:
         self.api: Api | None = None
         self.settings = dict(settings or {})
         self.service_env: dict[str, dict[str, str]] = {}
+        self.service_volumes: dict[str, list[str]] = {}
         self.extra_dags: list[Path] = []
         self.image = ""  # another image for the Airflow services (e.g. an older build)
 
@@ -281,12 +284,17 @@ class CeleryStack:
             name: {"environment": {k: v.replace("$", "$$") for k, v in env.items()}}
             for name, env in self.service_env.items()
         }
+        for name, volumes in self.service_volumes.items():
+            services.setdefault(name, {})["volumes"] = volumes
         if self.image:
             for name in SERVICES:
                 if name.startswith("airflow"):
                     services.setdefault(name, {})["image"] = self.image
         self.override.write_text(json.dumps({"services": services}))
         self.override.chmod(0o600)
+
+    def _overridden(self) -> bool:
+        return bool(self.service_env or self.service_volumes or self.image)
 
     def compose(self, *args: str, timeout: float = 600) -> None:
         """Runs ``docker-compose ARGS`` for this project; raises with its output on failure."""
@@ -296,7 +304,7 @@ class CeleryStack:
             self.project,
             "--file",
             str(COMPOSE_FILE),
-            *(("--file", str(self.override)) if self.service_env or self.image else ()),
+            *(("--file", str(self.override)) if self._overridden() else ()),
             "--env-file",
             str(self.env_file),
             *args,

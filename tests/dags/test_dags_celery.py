@@ -19,7 +19,10 @@ checked for the stack's secrets.
 
 The half-created and trigger faults use connections of their own (``torchx_half_created``,
 ``torchx_trigger_fault``) given to the workers and the triggerer only, in a compose override
-file: the other tests' connection and timing are the stack's.
+file: the other tests' connection and timing are the stack's. The half-created fault's delay
+between two Job creations is the test-only hook ``tests/_hooks/k8s_job_delay`` (a
+``sitecustomize`` mounted into the workers only and put on their ``PYTHONPATH``), for the Jobs
+of ``torchx_train_half`` only: torchx reads no setting for it.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from _celery_stack import (
     unreachable,
 )
 from _infra import missing
+from _k8s_job_delay import CONTAINER_DIR, HOOK_DIR, hook_vars
 
 pytestmark = [pytest.mark.docker, pytest.mark.k8s, pytest.mark.slow, pytest.mark.timeout(1500)]
 
@@ -56,9 +60,10 @@ DAGS = (
     "torchx_trigger_fault",
 )
 K8S = {"scheduler": "kubernetes"}
-# the submitter sleeps 15 s before rank 1's Job (test only); an app missing a Job reads FAILED
-# once rank 0's container started more than 10 s ago
-HALF_CREATED = {"k8s_test_job_delay": 15, "k8s_submit_margin": 10}
+# the submitter sleeps 15 s before rank 1's Job (the test-only hook, in the workers); an app
+# missing a Job reads FAILED once rank 0's container started more than 10 s ago
+HALF_DELAY = hook_vars(15, dag_id="torchx_train_half", folder=CONTAINER_DIR)
+HALF_CREATED = {"k8s_submit_margin": 10}
 T = TypeVar("T")
 
 
@@ -70,6 +75,7 @@ def _service_env(stack: CeleryStack, closed: int) -> dict[str, dict[str, str]]:
     workers = {
         "AIRFLOW_CONN_TORCHX_TRIGGER_FAULT": json.dumps(good),
         "AIRFLOW_CONN_TORCHX_HALF_CREATED": json.dumps(half),
+        **HALF_DELAY,
     }
     triggerer = {"AIRFLOW_CONN_TORCHX_TRIGGER_FAULT": json.dumps(unreachable(good, closed))}
     return {**dict.fromkeys(WORKERS, workers), "airflow-triggerer": triggerer}
@@ -85,6 +91,7 @@ def stack() -> Iterator[CeleryStack]:
     stack = CeleryStack(settings={"HEARTBEAT_TIMEOUT": "20"})
     held = closed_port()
     stack.service_env = _service_env(stack, held.getsockname()[1])
+    stack.service_volumes = dict.fromkeys(WORKERS, [f"{HOOK_DIR}:{CONTAINER_DIR}:ro"])
     try:
         stack.up(DAGS)
         yield stack

@@ -369,11 +369,11 @@ def create_scheduler(
             ``kubeconfig_text`` (a kubeconfig's YAML) choose the cluster configuration
             (see ``_kubernetes.client.load_api_client``); ``k8s_submit_margin`` (env
             ``TORCHX_K8S_SUBMIT_MARGIN``, seconds) is the plain-mode submission margin after
-            which an app with missing Jobs reads FAILED (``k8s_test_job_delay``: tests only);
-            other keys are ignored (every ``TORCHX_*`` env var arrives here).
+            which an app with missing Jobs reads FAILED; other keys are ignored (every
+            ``TORCHX_*`` env var arrives here).
 
     Raises:
-        ValueError: ``k8s_submit_margin`` or ``k8s_test_job_delay`` is not seconds >= 0.
+        ValueError: ``k8s_submit_margin`` is not seconds >= 0.
     """
     in_cluster = kwargs.get("in_cluster")
     if isinstance(in_cluster, str):

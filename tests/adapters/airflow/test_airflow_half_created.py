@@ -2,8 +2,9 @@
 
 Real Airflow (``python -m torchx_airflow.local``: dag.test() on SQLite, then the next try of the
 task) and the local cluster. The first try is killed with SIGKILL between its app's two Job
-creations: rank 0's Job exists, its peer's never will (the test-only
-``TORCHX_K8S_TEST_JOB_DELAY`` makes the submitter sleep before the second Job; it records a
+creations: rank 0's Job exists, its peer's never will (the test-only hook
+``tests/_hooks/k8s_job_delay``, on the first try's ``PYTHONPATH``, makes the submitter sleep
+before the second Job; it records a
 ``MARGIN`` s margin, ``TORCHX_K8S_SUBMIT_MARGIN``, so the app reads FAILED once rank 0 has run
 that long). The retry starts at once, while the app still reads "submission in progress": it
 waits for the verdict, then replaces the app in the same try.
@@ -70,6 +71,7 @@ with DAG("half_k8s", schedule=None, start_date=datetime(2024, 1, 1)):
 def test_a_retry_cancels_a_half_created_app_and_launches_a_complete_one(
     tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
+    from _k8s_job_delay import delay_env
     from _k8s_live import api_client, leftovers, namespace, wait_until
 
     from torchx.runner import get_runner
@@ -98,11 +100,7 @@ def test_a_retry_cancels_a_half_created_app_and_launches_a_complete_one(
                 AppState.SUCCEEDED,
             )
 
-        first = {
-            **env,
-            "TORCHX_K8S_TEST_JOB_DELAY": "600",
-            "TORCHX_K8S_SUBMIT_MARGIN": str(MARGIN),
-        }
+        first = {**delay_env(600, env), "TORCHX_K8S_SUBMIT_MARGIN": str(MARGIN)}
         kill_9_when(dag_argv(dag_file, "half_k8s"), first, tmp_path / "first.log", rank0_runs)
         (half,) = apps()
         old = half.app_handle.rpartition(":")[2]

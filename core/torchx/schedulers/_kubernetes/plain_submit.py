@@ -18,7 +18,6 @@ from torchx.schedulers._kubernetes.plain_partial import submission_annotations
 
 __all__ = [
     "PARAM_SUBMIT_MARGIN",
-    "PARAM_TEST_JOB_DELAY",
     "RANK0_IP_TIMEOUT",
     "SUBMIT_MARGIN",
     "PlainSubmitter",
@@ -35,11 +34,6 @@ SUBMIT_MARGIN = 60.0
 
 PARAM_SUBMIT_MARGIN = "k8s_submit_margin"
 """Scheduler parameter (env ``TORCHX_K8S_SUBMIT_MARGIN``) overriding :data:`SUBMIT_MARGIN`."""
-
-PARAM_TEST_JOB_DELAY = "k8s_test_job_delay"
-"""Test only (env ``TORCHX_K8S_TEST_JOB_DELAY``): seconds to sleep before each Job after the
-first, so a test can kill the submitter between two Job creations. The recorded grace does not
-include it."""
 
 
 def api_exception() -> type[Exception]:
@@ -73,24 +67,19 @@ class SubmitTiming:
         rank0_ip_timeout: the longest ``pod_ip`` submission waits for rank 0's pod IP.
         margin: the longest the rest of submission takes (recorded on the app: past it, an
             app with missing Jobs is half-created).
-        job_delay: test only (:data:`PARAM_TEST_JOB_DELAY`).
     """
 
     rank0_ip_timeout: float = RANK0_IP_TIMEOUT
     margin: float = SUBMIT_MARGIN
-    job_delay: float = 0.0
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> SubmitTiming:
-        """From scheduler parameters (:data:`PARAM_SUBMIT_MARGIN`, :data:`PARAM_TEST_JOB_DELAY`).
+        """From scheduler parameters (:data:`PARAM_SUBMIT_MARGIN`).
 
         Raises:
             ValueError: a value that is not a number of seconds >= 0 (one line naming it).
         """
-        return cls(
-            margin=_seconds(params, PARAM_SUBMIT_MARGIN, SUBMIT_MARGIN),
-            job_delay=_seconds(params, PARAM_TEST_JOB_DELAY, 0.0),
-        )
+        return cls(margin=_seconds(params, PARAM_SUBMIT_MARGIN, SUBMIT_MARGIN))
 
 
 def representatives(jobs: list[Any]) -> list[Any]:
@@ -184,8 +173,6 @@ class PlainSubmitter:
             for job in rest:
                 fill_rank0_ip(job, ip)
         for job in rest:
-            if self._timing.job_delay:
-                self._sleep(self._timing.job_delay)  # test only: PARAM_TEST_JOB_DELAY
             self._batch.create_namespaced_job(ns, job)
 
     def _wait_pod_ip(self, namespace: str, job: str, timeout: float) -> str:

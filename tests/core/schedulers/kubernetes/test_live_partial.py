@@ -1,14 +1,13 @@
 """A half-created plain-mode app on the local cluster (``_kubernetes/plain_partial.py``).
 
 A real submitter (``torchx.runner`` in a subprocess, rank 0 first with ``rank0_address=pod_ip``)
-is killed with SIGKILL between its two Job creations: it sleeps before the second one
-(``TORCHX_K8S_TEST_JOB_DELAY``, test only) and records a 2 s margin
+is killed with SIGKILL between its two Job creations: it sleeps before the second one (the
+test-only hook ``tests/_hooks/k8s_job_delay``, on its ``PYTHONPATH``) and records a 2 s margin
 (``TORCHX_K8S_SUBMIT_MARGIN``). Relies on what ``tests/_k8s_live.py`` states.
 """
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -16,6 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from _k8s_job_delay import delay_env
 from _k8s_live import IMAGE, leftovers, module_client, namespace, wait_until
 
 from torchx.specs.api import AppDef, AppState, Resource, Role
@@ -100,7 +100,7 @@ def test_a_job_missing_during_submission_is_pending_and_named(
 def test_a_submitter_killed_between_two_jobs_leaves_a_failed_app_that_cancel_stops(
     sched: Any, client: Any, ns: str
 ) -> None:
-    env = {**os.environ, "TORCHX_K8S_TEST_JOB_DELAY": "600", "TORCHX_K8S_SUBMIT_MARGIN": "2"}
+    env = {**delay_env(600), "TORCHX_K8S_SUBMIT_MARGIN": "2"}
     proc = subprocess.Popen(
         [sys.executable, "-c", SUBMIT, ns, IMAGE, SLEEP],
         env=env,

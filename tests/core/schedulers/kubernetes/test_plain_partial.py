@@ -252,8 +252,23 @@ def test_scheduler_settings_for_the_margin() -> None:
                        r" \(env TORCHX_K8S_SUBMIT_MARGIN\) must be a number of seconds >= 0,"
                        r" got 'soon'$"):  # fmt: skip
         create_scheduler("test", k8s_submit_margin="soon")
-    with pytest.raises(ValueError, match="k8s_test_job_delay"):
-        create_scheduler("test", k8s_test_job_delay="-1")
+
+
+def test_no_scheduler_setting_delays_the_jobs() -> None:
+    """The test-only Job delay is no setting: ``k8s_test_job_delay`` (from a connection's
+    ``scheduler_params`` or ``TORCHX_K8S_TEST_JOB_DELAY``) is an unknown key, ignored; tests
+    inject the delay with ``tests/_hooks/k8s_job_delay``."""
+    sched = create_scheduler("test", k8s_test_job_delay="600", k8s_submit_margin="5")
+    timing = sched._plain_timing
+    assert timing == SubmitTiming(margin=5.0)
+    cfg = {"mode": "plain", "validate_spec": False, "namespace": NS, "rank0_address": "dns"}
+    request = sched.submit_dryrun(app(workers=3), cfg).request
+    slept: list[float] = []
+    api = Api()
+    ops = PlainOps(lambda: None, sleep=slept.append, timing=timing)
+    ops.__dict__["_batch"] = ops.__dict__["_core"] = api
+    ops.create(NS, request)
+    assert len(api.jobs) == 3 and slept == []
 
 
 class _DryRuns(Api):
