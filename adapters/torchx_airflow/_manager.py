@@ -72,6 +72,7 @@ class AppManager:
         self._settings: Optional[TorchXSettings] = None
         self._runner: Optional[Runner] = None
         self._slot: Optional[AppSlot] = None
+        self._last_reason = ""
 
     # ------------------------------------------------------------------ parts
 
@@ -288,9 +289,15 @@ class AppManager:
             return follower.result()
 
     def _on_status(self, status: AppStatus) -> None:
-        """Logs each new PENDING reason (an image pull error, an unschedulable pod...)."""
-        if status.state.name in ("PENDING", "SUBMITTED", "UNSUBMITTED") and status.msg:
-            self.log.info("TorchX app %s is %s: %s", self.app_handle, status.state.name, status.msg)
+        """Logs the PENDING reason when it changes (a pull error, Kueue's admission message...)."""
+        from torchx.runner.follow import status_message
+
+        msg = status_message(status)
+        if status.state.name not in ("PENDING", "SUBMITTED", "UNSUBMITTED") or not msg:
+            return
+        if msg != self._last_reason:
+            self._last_reason = msg
+            self.log.info("TorchX app %s is %s: %s", self.app_handle, status.state.name, msg)
 
     def remaining(self) -> Optional[float]:
         """What is left of the task's ``execution_timeout`` (None: no timeout)."""

@@ -19,6 +19,7 @@ from torchx_kfp._errors import TorchXKfpAppError
 
 if TYPE_CHECKING:
     from torchx.runner.launch import LaunchRequest
+    from torchx.specs.api import AppStatus
 
 __all__ = ["launch", "launch_request"]
 
@@ -121,6 +122,27 @@ class _ExitOnTerm:
         sys.exit(128 + signum)
 
 
+class _ReasonLog:
+    """Emits the reason an app gives while it waits (a pull error, Kueue's admission message).
+
+    The follow loop calls it with each status whose state or message changed; a reason is
+    emitted when it differs from the last one emitted.
+    """
+
+    def __init__(self, handle: str, emit: Emit) -> None:
+        self._handle, self._emit = handle, emit
+        self._last = ""
+
+    def __call__(self, status: AppStatus) -> None:
+        from torchx.runner.follow import status_message
+
+        msg = status_message(status)
+        if status.is_terminal() or not msg or msg == self._last:
+            return
+        self._last = msg
+        self._emit(f"TorchX app {self._handle} is {status.state.name}: {msg}")
+
+
 def _app_env(env: Mapping[str, Any], secret_env: Sequence[str]) -> dict[str, str]:
     """``env`` plus the launcher's own values of ``secret_env`` (set from secrets)."""
     out = {str(k): str(v) for k, v in env.items()}
@@ -173,7 +195,8 @@ def launch(
     every role's env, where it beats the role's own values (as ``LaunchRequest.env`` does).
     The discovered ``.torchxconfig`` gives ``[component:<name>]`` defaults, as for the CLI.
     The app is followed by ``torchx.runner.follow``: SIGTERM or any error while following
-    cancels it. ``secret_env`` names launcher env vars (set from Kubernetes secrets) that
+    cancels it; each new reason it gives while it waits (Kueue's admission message, a pull
+    error) is emitted. ``secret_env`` names launcher env vars (set from Kubernetes secrets) that
     every role gets too; ``service_account`` becomes the scheduler's ``service_account``;
     ``volume`` (a claim and its mount path, which the launcher pod has) is mounted in every
     role's pods when the scheduler is ``kubernetes`` (other schedulers run the app inside the
@@ -201,6 +224,7 @@ def launch(
                 runner,
                 handle,
                 on_log=emit,
+                on_status=_ReasonLog(handle, emit),
                 replicas=replicas_of(info.app, None),
                 app=info.app,
                 log_prefix="[{role}/{replica}] ",
