@@ -1,29 +1,21 @@
 """``torchx --help`` from a cached text, without importing ``argparse`` (private).
 
 Building the parser costs ``argparse`` (with ``re``, ``enum``, ``gettext``): about half of a
-bare interpreter start. So the text that argparse printed for ``torchx --help`` is stored
-under ``$TORCHX_HOME/cache/`` (like the component index, :mod:`torchx.cli._component_index`)
-next to a *stat list*, and a later ``torchx --help`` (or ``-h``) that finds every file of
-the list unchanged prints it as is.
+bare interpreter start. So the text that argparse printed for ``torchx --help`` is stored as a
+section of the one start-up cache (:mod:`torchx.cli._startup_cache`, which also explains
+validity) and a later ``torchx --help`` (or ``-h``) prints it as is.
 
-The text is stored only when no ``torchx.cli.cmds`` plugin exists (plugins add commands to
-the help, and a plugin may fail to load: that error must show). The stat list holds every
-``sys.path`` entry and the ``entry_points.txt`` of every distribution on it (present or
-not), so a plugin installed or removed invalidates the entry, and the source files that
-shape the text (``main.py``, ``_lazy.py``, ``version.py``). The key holds the interpreter,
-its version, ``sys.path``, the torchx version, the help width (``$COLUMNS`` or the
-terminal's) and the locale variables (argparse's words go through ``gettext``). As with the
-component index, nothing is stored when a custom distribution finder is installed or a
-recorded file changed in the last ``RACY_SECONDS``; any error reading or writing the cache
-means argparse prints the help.
+The section's name holds the help width (``$COLUMNS`` or the terminal's) and the locale
+variables (argparse's words go through ``gettext``); it depends, besides the cache's shared
+stat list (a ``torchx.cli.cmds`` plugin installed or removed shows there), on the source files
+that shape the text (``main.py``, ``_lazy.py``, ``version.py``). The text is stored only when no
+``torchx.cli.cmds`` plugin exists.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-
-from torchx.util import stat_cache
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -32,8 +24,8 @@ if TYPE_CHECKING:
 __all__ = [
     "HELP_ARGS",
     "cached_help",
-    "help_path",
     "print_cached_help",
+    "section_name",
     "store_help",
     "terminal_columns",
 ]
@@ -41,8 +33,6 @@ __all__ = [
 HELP_ARGS = (["--help"], ["-h"])
 """The command lines served from the cache (exactly these)."""
 
-_FORMAT = "torchx-help 1"
-MAX_ENTRIES = 16  # help texts kept (one per interpreter, sys.path, width and locale)
 _LOCALE_VARS = ("LANGUAGE", "LC_ALL", "LC_MESSAGES", "LANG")
 
 
@@ -61,14 +51,16 @@ def terminal_columns() -> int:
         return 80
 
 
-def _key() -> str:
-    from torchx.version import __version__
+def section_name() -> str:
+    """The start-up cache section of the help text for this width and locale.
 
-    locale = [f"{name}={os.environ.get(name, '')}" for name in _LOCALE_VARS]
-    paths = [os.path.abspath(p) for p in sys.path]
-    return "\x1f".join(
-        [sys.executable, sys.version, __version__, f"width={terminal_columns()}", *locale, *paths]
-    )
+    The locale variables are named by a CRC of their values (the cache holds no value).
+    """
+    import binascii
+
+    locale = "\x1f".join(os.environ.get(name, "") for name in _LOCALE_VARS)
+    crc = binascii.crc32(locale.encode("utf-8", "surrogateescape"))
+    return f"help width={terminal_columns()} locale={crc:08x}"
 
 
 def _sources() -> list[str]:
@@ -76,11 +68,6 @@ def _sources() -> list[str]:
     package = os.path.dirname(here)
     names = ("main.py", "_lazy.py", "_help_cache.py")
     return [*(os.path.join(here, n) for n in names), os.path.join(package, "version.py")]
-
-
-def help_path() -> str:
-    """Returns the cache file of this interpreter, ``sys.path`` and width (not created)."""
-    return stat_cache.cache_file("help-", _key(), ".txt")
 
 
 def cached_help(argv: Sequence[str]) -> str | None:
@@ -91,24 +78,13 @@ def cached_help(argv: Sequence[str]) -> str | None:
     """
     if list(argv) not in HELP_ARGS:
         return None
-    try:
-        with open(help_path(), encoding="utf-8", errors="surrogateescape") as f:
-            head, sep, text = f.read().partition("\ntext\n")
-    except OSError:
-        return None
-    lines = head.split("\n")
-    if not sep or len(lines) < 2 or lines[0] != _FORMAT or lines[1] != "key " + _key():
-        return None
-    for line in lines[2:]:
-        kind, _, rest = line.partition(" ")
-        sig, _, path = rest.partition(" ")
-        if kind != "stat" or stat_cache.signature(path) != sig:
-            return None
-    return text
+    from torchx.cli import _startup_cache
+
+    return _startup_cache.load(section_name())
 
 
 def store_help(text: str) -> bool:
-    """Stores ``text`` (argparse's ``torchx --help``) with the current stat list.
+    """Stores ``text`` (argparse's ``torchx --help``) in the start-up cache.
 
     Call it only when no ``torchx.cli.cmds`` plugin exists. Errors are ignored.
 
@@ -118,19 +94,9 @@ def store_help(text: str) -> bool:
     Returns:
         Whether an entry was written (False when it could not be trusted).
     """
-    entries = stat_cache.path_entries()
-    if entries is None:
-        return False
-    stats = stat_cache.stat_list([*entries, *_sources()])
-    if stats is None or any("\n" in p for p in [*(p for p, _ in stats), _key()]):
-        return False
-    lines = [_FORMAT, "key " + _key(), *(f"stat {sig} {path}" for path, sig in stats)]
-    path = help_path()
-    data = ("\n".join(lines) + "\ntext\n" + text).encode("utf-8", "surrogateescape")
-    if not stat_cache.write_atomic(path, data):
-        return False
-    stat_cache.evict(os.path.dirname(path), "help-", ".txt", MAX_ENTRIES)
-    return True
+    from torchx.cli import _startup_cache
+
+    return _startup_cache.store(section_name(), text, _sources())
 
 
 def print_cached_help(argv: Sequence[str]) -> None:

@@ -6,7 +6,8 @@ group (``name = module:SubCommandClass``; a plugin with a builtin's name replace
 Startup is lazy: ``torchx --help`` imports only ``argparse`` and this package, and not even
 ``argparse`` when the text argparse printed before is still valid (``_help_cache``). Builtin
 commands are imported when selected, and their arguments are added only when that command is
-parsed.
+parsed. ``torchx --help``, ``torchx builtins`` and ``torchx runopts [NAME]`` are answered from
+the one start-up cache (``_startup_cache``) while nothing they depend on changed.
 
 Errors: a user mistake prints ``torchx: error: <one line>`` on stderr and exits 1 (argparse
 usage errors exit 2); the traceback is shown only with ``--log_level DEBUG``. A SIGINT or
@@ -21,7 +22,7 @@ import sys
 
 from torchx.version import __version__
 
-# ``torchx --help`` served from the cache (``_help_cache``) imports this module only: argparse,
+# an answer served from the start-up cache (``_startup_cache``) imports this module only: argparse,
 # ``_lazy`` and ``cmd_base`` are imported where they are used
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -209,22 +210,33 @@ def run_main(subcmds: Mapping[str, SubCommand], argv: Sequence[str] | None = Non
 def main(argv: Sequence[str] | None = None) -> None:
     """The ``torchx`` console script: installs the signal handlers, then :func:`run_main`.
 
+    ``--help``, ``builtins`` and ``runopts [NAME]`` are answered from the start-up cache
+    (:mod:`torchx.cli._startup_cache`) when it is valid, before anything else is imported.
+
     Args:
         argv: the arguments (default ``sys.argv[1:]``).
     """
-    from torchx.cli import _help_cache
+    from torchx.cli import _startup_cache
 
     argv = list(sys.argv[1:] if argv is None else argv)
-    _help_cache.print_cached_help(argv)  # exits when the stored text is valid
+    _startup_cache.serve(argv)  # exits when the stored answer is valid
+    from torchx.cli import _help_cache
     from torchx.cli._handler import handle_errors
     from torchx.cli._signals import install_signal_handlers
 
     install_signal_handlers()
     with handle_errors(argv):
         subcmds = get_sub_cmds()
-    if argv in _help_cache.HELP_ARGS and _only_builtins(subcmds):
+    only_builtins = _only_builtins(subcmds)
+    _startup_cache.enable_store(only_builtins)
+    if argv in _help_cache.HELP_ARGS and only_builtins:
         _help_cache.store_help(create_parser(subcmds).format_help())
-    run_main(subcmds, argv)
+    section = _startup_cache.output_section(argv) if only_builtins else None
+    if section is None:
+        run_main(subcmds, argv)
+        return
+    with _startup_cache.recording(section):
+        run_main(subcmds, argv)
 
 
 def _only_builtins(subcmds: Mapping[str, SubCommand]) -> bool:

@@ -1,7 +1,7 @@
 """The cached component index of ``torchx builtins``: served when valid, dropped when not.
 
-Every test *poisons* the stored index (its names replaced by ``poisoned.name``) after a first
-run: a second run printing the poison proves the cache is read, and a run after a change
+The index is the ``components`` section of the one start-up cache (``_startup_cache``). Every
+test *poisons* the stored section (its names replaced by ``poisoned.name``) after a first run: a second run printing the poison proves the cache is read, and a run after a change
 printing the real list proves the change invalidated it. Files are backdated so that the
 index is not refused as racy (see ``RACY_SECONDS``).
 """
@@ -9,6 +9,7 @@ index is not refused as racy (see ``RACY_SECONDS``).
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -19,7 +20,7 @@ import pytest
 from _support import run_torchx as torchx
 from _support import write_dist
 
-from torchx.cli import _component_index
+from torchx.cli import _component_index, _startup_cache
 
 POISON = "poisoned.name"
 CLI_FROM_C = (
@@ -50,7 +51,21 @@ def _backdate(*roots: Path, age: float = 60.0) -> None:
 
 
 def _index_files() -> list[Path]:
-    return sorted((Path(os.environ["TORCHX_HOME"]) / "cache").glob("components-*.txt"))
+    """The start-up cache files that hold a components section."""
+    files = (Path(os.environ["TORCHX_HOME"]) / "cache").glob("startup-*.txt")
+    return sorted(f for f in files if "\nsection components\n" in f.read_text())
+
+
+def rewrite_section(path: Path, name: str, text: str) -> None:
+    """Replaces the text of section ``name`` (a regex) of the cache file ``path``."""
+    data = path.read_text()
+    head = re.compile(rf"^section {name}\n(?:stat .*\n)*text (\d+)\n", re.M)
+    pos = 0
+    while (m := head.search(data, pos)) is not None:
+        end = m.end() + int(m.group(1))
+        data = data[: m.start(1)] + f"{len(text)}\n{text}" + data[end:]
+        pos = m.start(1) + len(text)
+    path.write_text(data)
 
 
 def _names(env: dict[str, str]) -> list[str]:
@@ -61,9 +76,7 @@ def _names(env: dict[str, str]) -> list[str]:
 
 def _poison() -> None:
     (index,) = _index_files()
-    lines = index.read_text().splitlines()
-    kept = [line for line in lines if not line.startswith(("name ", "end"))]
-    index.write_text("\n".join([*kept, f"name {POISON}", "end"]) + "\n")
+    rewrite_section(index, "components", POISON)
 
 
 def _site(tmp_path: Path, entry_points: dict[str, str]) -> Path:
@@ -222,7 +235,7 @@ def test_truncated_or_foreign_index_is_ignored(site: Path) -> None:
     env = {"PYTHONPATH": str(site)}
     _cached(env, ["my.a.hello"])
     (index,) = _index_files()
-    index.write_text(index.read_text().replace("\nend\n", "\n"))
+    index.write_text(index.read_text()[:-3])  # truncated
     assert _names(env) == ["my.a.hello"]
     index.write_text("something else\n")
     assert _names(env) == ["my.a.hello"]
@@ -232,7 +245,8 @@ def test_store_refuses_racy_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     fresh = tmp_path / "fresh"
     fresh.mkdir()
     monkeypatch.setattr(_component_index, "_module_paths", lambda: iter(()))
-    monkeypatch.setattr(_component_index, "_path_entries", lambda: [str(fresh)])
+    monkeypatch.setattr(_startup_cache.stat_cache, "path_entries", lambda: [str(fresh)])
+    monkeypatch.setattr(_startup_cache, "_store_enabled", True)
     assert not _component_index.store_names(["x"])  # changed just now
     assert _component_index.load_names() is None
     _backdate(fresh)
@@ -242,11 +256,11 @@ def test_store_refuses_racy_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     assert _component_index.load_names() is None
 
 
-def test_old_indexes_are_evicted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    cache = Path(_component_index.index_path()).parent
+def test_old_cache_files_are_evicted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cache = Path(_startup_cache.cache_path()).parent
     cache.mkdir(parents=True)
-    for i in range(_component_index.MAX_ENTRIES + 3):
-        old = cache / f"components-old{i:02d}.txt"
+    for i in range(_startup_cache.MAX_FILES + 3):
+        old = cache / f"startup-old{i:02d}.txt"
         old.write_text("x")
         os.utime(old, (1000 + i, 1000 + i))
     (cache / "other.txt").write_text("kept")
@@ -254,10 +268,11 @@ def test_old_indexes_are_evicted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     fresh.mkdir()
     _backdate(fresh)
     monkeypatch.setattr(_component_index, "_module_paths", lambda: iter(()))
-    monkeypatch.setattr(_component_index, "_path_entries", lambda: [str(fresh)])
+    monkeypatch.setattr(_startup_cache.stat_cache, "path_entries", lambda: [str(fresh)])
+    monkeypatch.setattr(_startup_cache, "_store_enabled", True)
     assert _component_index.store_names(["x"])
-    kept = sorted(p.name for p in cache.glob("components-*.txt"))
-    assert len(kept) == _component_index.MAX_ENTRIES
-    assert Path(_component_index.index_path()).name in kept
-    assert "components-old00.txt" not in kept and "components-old18.txt" in kept
+    kept = sorted(p.name for p in cache.glob("startup-*.txt"))
+    assert len(kept) == _startup_cache.MAX_FILES
+    assert Path(_startup_cache.cache_path()).name in kept
+    assert "startup-old00.txt" not in kept and "startup-old18.txt" in kept
     assert (cache / "other.txt").exists()

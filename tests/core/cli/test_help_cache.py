@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -36,13 +37,25 @@ print(json.dumps([out.getvalue(), sorted(sys.modules)]))
 
 
 def _entries() -> list[Path]:
-    return sorted((Path(os.environ["TORCHX_HOME"]) / "cache").glob("help-*.txt"))
+    """The start-up cache files (the help text is one of their sections)."""
+    return sorted((Path(os.environ["TORCHX_HOME"]) / "cache").glob("startup-*.txt"))
+
+
+def _help_texts(entry: Path) -> list[str]:
+    data = entry.read_text()
+    found = re.finditer(r"^section help .*\n(?:stat .*\n)*text (\d+)\n", data, re.M)
+    return [data[m.end() : m.end() + int(m.group(1))] for m in found]
 
 
 def _poison() -> None:
+    head = re.compile(r"^section help .*\n(?:stat .*\n)*text (\d+)\n", re.M)
     for entry in _entries():
-        head, _, _ = entry.read_text().partition("\ntext\n")
-        entry.write_text(f"{head}\ntext\n{POISON}")
+        data, pos = entry.read_text(), 0
+        while (m := head.search(data, pos)) is not None:
+            end = m.end() + int(m.group(1))
+            data = data[: m.start(1)] + f"{len(POISON)}\n{POISON}" + data[end:]
+            pos = m.start(1) + len(POISON)
+        entry.write_text(data)
 
 
 def _argparse_help(columns: int, monkeypatch: pytest.MonkeyPatch) -> str:
@@ -113,7 +126,7 @@ def test_plugin_command_invalidates_and_shows(tmp_path: Path) -> None:
     assert torchx("--help", env=env).stdout == with_plugin.stdout
     # nothing stored while a plugin exists: the stale (poisoned) entry was not rewritten
     (entry,) = _entries()
-    assert entry.read_text().endswith(POISON)
+    assert _help_texts(entry) == [POISON]
 
 
 def test_broken_plugin_error_is_not_hidden_by_the_cache(tmp_path: Path) -> None:
