@@ -37,7 +37,7 @@ $(STAMP_DEV): pyproject.toml | $(PY)
 venv: $(STAMP_DEV)
 
 ## make run: train a small DDP model (1 node x 2 workers) through `torchx run -s local_cwd dist.ddp`,
-## then the example pipeline (examples/pipeline.yaml) locally, under Airflow (dag.test) and compiled
+## then the example pipeline (pipelines/pipeline.yaml) locally, under Airflow (dag.test) and compiled
 ## for KFP and run with kfp.local, then the KFP example pipeline (pipelines/torchx_training.py)
 ## with kfp.local (in containers when the local Docker engine runs).
 run: $(STAMP_RUN)

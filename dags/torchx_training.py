@@ -1,21 +1,23 @@
 """Example DAG: prepare data -> train with DDP (1 node x 2 workers) -> evaluate, with TorchX.
 
-A thin wrapper of the shared pipeline definition ``pipeline.yaml`` (the same file
+A thin wrapper of the shared pipeline definition ``pipelines/pipeline.yaml`` (the same file
 ``torchx pipeline run`` runs locally and ``torchx_kfp.pipeline_from_workflow`` compiles for
 KFP): each step is one ``TorchXOperator`` running a TorchX component:
 
-- ``prepare_data``: ``utils.python`` runs ``pipeline/prepare.py``;
-- ``train``: ``dist.ddp -j 1x2`` runs ``train.py`` on the named resource
+- ``prepare_data``: ``utils.python`` runs ``examples/pipeline/prepare.py``;
+- ``train``: ``dist.ddp -j 1x2`` runs ``examples/train.py`` on the named resource
   ``params.trainer_resource``; its tracker parent is the prepare step's run;
-- ``evaluate``: ``utils.python`` runs ``pipeline/evaluate.py`` on the checkpoint the train step
-  saved (``<run dir>/out/<train app id>/model.pt``, the app id read from the train task's XCom).
+- ``evaluate``: ``utils.python`` runs ``examples/pipeline/evaluate.py`` on the checkpoint the
+  train step saved (``<run dir>/out/<train app id>/model.pt``, the app id read from the train
+  task's XCom).
 
-Copy it into a deployment unchanged. It finds ``pipeline.yaml`` and its scripts (this
-repository's ``examples/`` folder) in, in order: ``$TORCHX_FLOW_EXAMPLES``, an ``examples/``
-folder next to this file, this repository's ``examples/``. Without any of them the DAG does not
+Copy it into a deployment unchanged. It finds ``pipeline.yaml`` in, in order:
+``$TORCHX_FLOW_PIPELINES``, a ``pipelines/`` folder next to this file, this repository's
+``pipelines/``; the pipeline's scripts are in the ``examples/`` folder beside that
+``pipelines/`` folder (``{{ pipeline.dir }}/../examples``). Without any of them the DAG does not
 import, and its import error says where it looked. The scripts run where the replicas run: on
-a cluster, the image of each component must hold them at that same path (``[component:*]
-image`` in the connection's ``torchxconfig``; see the README, Airflow section).
+a cluster, the image of each component must hold ``pipelines/`` and ``examples/`` at those
+same paths (``[component:*] image`` in the connection's ``torchxconfig``; see docs/airflow.md).
 
 Defaults, chosen to work on a distributed deployment (Celery or Kubernetes executor, apps on a
 cluster):
@@ -50,9 +52,9 @@ from torchx_airflow import dag_from_pipeline
 # [START torchx_training_dag]
 HERE = os.path.dirname(os.path.abspath(__file__))
 PLACES = [
-    os.environ.get("TORCHX_FLOW_EXAMPLES", ""),
-    os.path.join(HERE, "examples"),
-    os.path.join(os.path.dirname(HERE), "examples"),
+    os.environ.get("TORCHX_FLOW_PIPELINES", ""),
+    os.path.join(HERE, "pipelines"),
+    os.path.join(os.path.dirname(HERE), "pipelines"),
 ]
 PIPELINE = next(
     (
@@ -64,8 +66,9 @@ PIPELINE = next(
 )
 if PIPELINE is None:
     raise FileNotFoundError(
-        "torchx_training: pipeline.yaml not found in $TORCHX_FLOW_EXAMPLES, "
-        f"{PLACES[1]} or {PLACES[2]}: copy the examples/ folder next to this DAG file"
+        "torchx_training: pipeline.yaml not found in $TORCHX_FLOW_PIPELINES, "
+        f"{PLACES[1]} or {PLACES[2]}: copy the pipelines/ and examples/ folders next to this"
+        " DAG file"
     )
 # a run id such as manual__2025-01-01T00:00:00+00:00, as a path component
 RUN_DIR = "{{ params.workdir }}/{{ run_id | replace(':', '-') | replace('+', '-') }}"

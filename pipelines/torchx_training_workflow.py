@@ -1,10 +1,11 @@
-"""Example KFP pipeline: ``examples/pipeline.yaml`` (prepare -> train DDP 1x2 -> evaluate).
+"""Example KFP pipeline: ``pipelines/pipeline.yaml`` (prepare -> train DDP 1x2 -> evaluate).
 
 A thin wrapper of the shared pipeline definition, which ``torchx pipeline run`` also runs
 locally and ``dags/torchx_training.py`` turns into an Airflow DAG:
 ``torchx_kfp.pipeline_from_workflow`` makes ``prepare_data`` and ``evaluate`` container tasks
 and ``train`` (``dist.ddp``, which one KFP task cannot express) a launcher task. For KFP every
-step runs ``IMAGE`` (it holds the examples at ``/opt/torchx-flow/examples``), and the steps'
+step runs ``IMAGE`` (it holds ``pipelines/`` and ``examples/`` under ``/opt/torchx-flow``, where
+``{{ pipeline.dir }}/../examples`` finds the scripts), and the steps'
 outputs (paths under ``workdir``) live on the PersistentVolumeClaim ``torchx-training-data``
 (``deploy/torchx-training-pvc.yaml``), mounted at ``/mnt/torchx`` in every task and, with
 ``scheduler=kubernetes``, in the train step's pods: ``workdir`` defaults to it here.
@@ -22,7 +23,7 @@ from torchx.workflow import Pipeline, load_pipeline
 from torchx_kfp import pipeline_from_workflow
 
 IMAGE = "torchx-flow/torch:2.13.0"
-"""torch + torchx-flow + examples/ (scripts/infra/torch-image.sh builds it)."""
+"""torch + torchx-flow + examples/ and pipelines/ (scripts/infra/torch-image.sh builds it)."""
 DATA = "/mnt/torchx"
 """Where the shared claim is mounted (the KFP default of ``workdir``)."""
 PVC = "torchx-training-data"
@@ -46,11 +47,11 @@ def for_kfp(pipeline: Pipeline) -> Pipeline:
 
 
 # [START torchx_training_workflow_pipeline]
-PIPELINE = Path(__file__).resolve().parents[1] / "examples" / "pipeline.yaml"
+PIPELINE = Path(__file__).resolve().parent / "pipeline.yaml"
 
 torchx_training_workflow = pipeline_from_workflow(
     for_kfp(load_pipeline(PIPELINE)),
-    pipeline_dir="/opt/torchx-flow/examples",
+    pipeline_dir="/opt/torchx-flow/pipelines",
     launcher_image=IMAGE,
     pvc=PVC,
     pvc_mount_path=DATA,

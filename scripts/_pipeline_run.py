@@ -1,4 +1,4 @@
-"""Helper of scripts/pipeline-run.sh: the Airflow and KFP runs of examples/pipeline.yaml.
+"""Helper of scripts/pipeline-run.sh: the Airflow and KFP runs of pipelines/pipeline.yaml.
 
 ``python scripts/_pipeline_run.py airflow|kfp WORKDIR STEPS`` runs the pipeline and prints
 summary lines (for KFP one per task; kfp.local's full executor output goes to
@@ -18,7 +18,7 @@ from pathlib import Path
 from _kfp_log import output_to, summary_lines, task_names, task_states
 
 REPO = Path(__file__).resolve().parents[1]
-PIPELINE = REPO / "examples" / "pipeline.yaml"
+PIPELINE = REPO / "pipelines" / "pipeline.yaml"
 
 
 def _checkpoint(workdir: Path) -> str:

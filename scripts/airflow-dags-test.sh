@@ -26,7 +26,7 @@ for key, value in airflow_env(Path(sys.argv[1]), Path(sys.argv[2])).items():
     print(f"export {key}={shlex.quote(value)}")
 PY
 )"
-export TORCHX_FLOW_EXAMPLES="$repo/examples"
+export TORCHX_FLOW_PIPELINES="$repo/pipelines"
 
 echo "== airflow db migrate (AIRFLOW_HOME=$home)"
 airflow db migrate >/dev/null

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the example pipeline (examples/pipeline.yaml: prepare data -> DDP training 1x2 -> evaluate)
+# Runs the example pipeline (pipelines/pipeline.yaml: prepare data -> DDP training 1x2 -> evaluate)
 # three ways, each ending with one summary line (steps, states, time, where the checkpoint is):
 #   1. locally with `torchx pipeline run` (the torchx.workflow executor, local_cwd apps);
 #   2. as the Airflow DAG dags/torchx_training.py under dag.test() (SQLite, throwaway home);
@@ -12,10 +12,10 @@ cd "$(dirname "$0")/.."
 steps="${STEPS:-30}"
 work="${WORKDIR:-$(mktemp -d -t torchx-pipeline-XXXXXX)}"
 mkdir -p "$work"
-echo "== pipeline examples/pipeline.yaml, work dir $work"
+echo "== pipeline pipelines/pipeline.yaml, work dir $work"
 
-echo "== 1/3 local: torchx pipeline run examples/pipeline.yaml"
-torchx pipeline run examples/pipeline.yaml -p "steps=$steps" -p "workdir=$work/local"
+echo "== 1/3 local: torchx pipeline run pipelines/pipeline.yaml"
+torchx pipeline run pipelines/pipeline.yaml -p "steps=$steps" -p "workdir=$work/local"
 
 echo "== 2/3 Airflow: dag.test() of dags/torchx_training.py"
 python scripts/_pipeline_run.py airflow "$work/airflow" "$steps"

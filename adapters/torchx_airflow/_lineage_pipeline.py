@@ -9,7 +9,7 @@ step's result as an XCom pull of its task, and the step's own ``app_id`` as Torc
 
     from torchx.workflow import load_pipeline
 
-    pipeline = load_pipeline("examples/pipeline.yaml")
+    pipeline = load_pipeline("pipelines/pipeline.yaml")
     dag = dag_from_pipeline(
         pipeline, task_kwargs={name: step_lineage(pipeline, name) for name in pipeline.steps}
     )

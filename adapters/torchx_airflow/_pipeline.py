@@ -187,7 +187,7 @@ def dag_from_pipeline(
     Example (a per-run work dir, and Airflow retries and a timeout on ``train``)::
 
         dag_from_pipeline(
-            "examples/pipeline.yaml",
+            "pipelines/pipeline.yaml",
             param_jinja={"workdir": "{{ params.workdir }}/{{ run_id }}"},
             task_kwargs={"train": {"retries": 2, "execution_timeout": timedelta(hours=1)}},
         )

@@ -2,12 +2,13 @@
 # Builds torchx-flow/torch:2.13.0, the image the KFP example pipelines name for every task: Python
 # 3.11 (torchx-flow/python:3.11) with this project and the extras a task runs
 # ([examples,kfp,kubernetes,workflow]: torch CPU, the KFP executor, the kubernetes client) in a
-# venv on PATH, and the examples at /opt/torchx-flow/examples (where pipelines/*.py point).
+# venv on PATH, the examples at /opt/torchx-flow/examples (where pipelines/*.py point) and the
+# pipelines at /opt/torchx-flow/pipelines (pipeline.yaml names its scripts as ../examples/...).
 # Offline like compose-images.sh: `pip wheel` downloads the dependencies on the host into
 # $TORCHX_FLOW_CACHE/torch-image/wheels (outside the checkout); the image installs them with
 # --no-index. The image is labelled with a hash of its inputs (the requirements, the project's
-# sources, examples/): a call whose inputs are unchanged returns at once; a code change rebuilds
-# only the last layers. Needs DOCKER_HOST (docker-engine.sh) and torchx-flow/python:3.11 (images.sh).
+# sources, examples/, pipelines/): a call whose inputs are unchanged returns at once; a code
+# change rebuilds only the last layers. Needs DOCKER_HOST (docker-engine.sh) and torchx-flow/python:3.11 (images.sh).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/common.sh"
@@ -40,7 +41,7 @@ fetch_wheels() {
 build() {
   local deps_key key ctx pip old
   deps_key=$(project_requirements "$EXTRAS" | sha)
-  key=$( (echo "$deps_key"; cat "$0" "$here/build-common.sh"; files_hash core adapters examples) | sha)
+  key=$( (echo "$deps_key"; cat "$0" "$here/build-common.sh"; files_hash core adapters examples pipelines) | sha)
   [ "$(label_of "$IMAGE")" = "$key" ] && return 0
   fetch_wheels "$deps_key"
   pip=$(pip_cmd)
@@ -49,7 +50,8 @@ build() {
   mkdir -p "$ctx/deps" "$ctx/project"
   ln "$WORK"/wheels/*.whl "$ctx/deps/" 2>/dev/null || cp "$WORK"/wheels/*.whl "$ctx/deps/"
   cp -r "$REPO/examples" "$ctx/examples"
-  find "$ctx/examples" -name __pycache__ -prune -exec rm -rf {} +
+  cp -r "$REPO/pipelines" "$ctx/pipelines"
+  find "$ctx/examples" "$ctx/pipelines" -name __pycache__ -prune -exec rm -rf {} +
   $pip wheel --quiet --no-deps -w "$ctx/project" "$REPO" >"$WORK/pip-wheel-project.log" 2>&1 ||
     { tail -n 20 "$WORK/pip-wheel-project.log" >&2; return 1; }
   cat >"$ctx/Dockerfile" <<'EOD'
@@ -62,6 +64,7 @@ RUN pip install --quiet --no-index --no-deps --no-cache-dir /tmp/wheels/*.whl &&
 COPY project/ /tmp/project/
 RUN pip install --quiet --no-index --no-deps --no-cache-dir /tmp/project/*.whl && rm -rf /tmp/project
 COPY examples/ /opt/torchx-flow/examples/
+COPY pipelines/ /opt/torchx-flow/pipelines/
 WORKDIR /tmp
 EOD
   old=$(id_of "$IMAGE")

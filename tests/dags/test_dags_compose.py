@@ -42,6 +42,8 @@ def test_airflow_services_run_this_project_with_dags_mounted(compose: dict[str, 
         assert env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"].startswith("postgresql")
         assert "${TORCHX_FLOW_DAGS:-./dags}:/opt/airflow/dags:ro" in service["volumes"]
         assert "./examples:/opt/torchx-flow/examples:ro" in service["volumes"]
+        assert "./pipelines:/opt/torchx-flow/pipelines:ro" in service["volumes"]
+        assert env["TORCHX_FLOW_PIPELINES"] == "/opt/torchx-flow/pipelines"  # dags/ reads it
         assert "torchx-home:/opt/torchx-home" in service["volumes"]
         assert service["depends_on"]["postgres"]["condition"] == "service_healthy"
     assert set(compose["volumes"]) >= {"postgres-db", "torchx-home"}

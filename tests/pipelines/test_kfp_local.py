@@ -97,7 +97,7 @@ def test_training_pipeline_under_docker_runner(tmp_path: Path) -> None:
 @pytest.mark.docker
 @pytest.mark.slow
 def test_workflow_pipeline_hands_over_artifacts_under_docker_runner(tmp_path: Path) -> None:
-    """``examples/pipeline.yaml`` in auto mode: prepare and evaluate are container tasks, train
+    """``pipelines/pipeline.yaml`` in auto mode: prepare and evaluate are container tasks, train
     a launcher task (``dist.ddp`` on ``local_cwd`` inside its container). kfp.local applies
     no claim, so each task's ``workdir`` is its own: only the artifacts carry the dataset and
     the checkpoint to evaluate, and its metrics out."""

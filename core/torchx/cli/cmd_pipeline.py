@@ -1,7 +1,7 @@
 """``torchx pipeline``: validate, dry-run and run multi-step pipelines locally.
 
 ``torchx pipeline run FILE [-p NAME=VALUE ...] [--continue-on-failure] [--resume [RUN_ID]]
-[--json]`` runs the steps of a pipeline file (``examples/pipeline.yaml``) through the Runner,
+[--json]`` runs the steps of a pipeline file (``pipelines/pipeline.yaml``) through the Runner,
 independent steps in parallel, and exits 0 only if every step succeeded. ``dryrun`` prints
 each step's AppDef and scheduler request; ``status RUN_ID`` and ``list`` read runs from disk.
 On SIGINT/SIGTERM every running step is cancelled before ``torchx`` exits (130 or 143).

@@ -11,7 +11,7 @@ Example::
     from torchx.workflow import load_pipeline
     from torchx.workflow.executor import run_pipeline
 
-    run = run_pipeline(load_pipeline("examples/pipeline.yaml"), {"steps": 20})
+    run = run_pipeline(load_pipeline("pipelines/pipeline.yaml"), {"steps": 20})
     print(run.summary())
 """
 

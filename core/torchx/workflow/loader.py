@@ -106,7 +106,7 @@ def load_pipeline(
     """Reads and validates a YAML pipeline file.
 
     Args:
-        path: the file (``examples/pipeline.yaml``).
+        path: the file (``pipelines/pipeline.yaml``).
         registries: also check components, resources and schedulers.
 
     Raises:

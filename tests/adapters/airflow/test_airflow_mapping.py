@@ -30,7 +30,7 @@ pytestmark = [
 
 REPO = Path(__file__).resolve().parents[3]
 
-# every TorchXOperator configuration the README (Airflow section) and dags/ show, and the
+# every TorchXOperator configuration docs/airflow.md and dags/ show, and the
 # mapped sweeps of issue 25 (component_args, params, scheduler_cfg, env)
 CONFIGS = """
 import os
@@ -148,8 +148,10 @@ def test_every_documented_configuration_survives_airflow_serialization(
     (folder / "configs.py").write_text(CONFIGS)
     for dag in (REPO / "dags").glob("*.py"):  # the example DAGs, as a deployment copies them
         (folder / dag.name).write_text(dag.read_text())
-    shutil.copytree(REPO / "examples", folder / "examples", ignore=shutil.ignore_patterns("__py*"))
-    env.pop("TORCHX_FLOW_EXAMPLES", None)  # found next to the DAG file
+    shutil.copy(REPO / "dags" / ".airflowignore", folder)  # the Celery stack's DAGs stay out
+    for name in ("examples", "pipelines"):  # found next to the DAG file
+        shutil.copytree(REPO / name, folder / name, ignore=shutil.ignore_patterns("__py*"))
+    env.pop("TORCHX_FLOW_PIPELINES", None)
     found = round_trip(env, folder)
     assert found["errors"] == {}
     tasks = found["dags"]["configs"]

@@ -253,7 +253,7 @@ def test_pipeline_step_lineage_of_the_example_pipeline() -> None:
     from torchx_airflow._lineage_pipeline import step_lineage
 
     root = Path(__file__).resolve().parents[3]
-    pipeline = load_pipeline(root / "examples" / "pipeline.yaml")
+    pipeline = load_pipeline(root / "pipelines" / "pipeline.yaml")
     assert step_lineage(pipeline, "train") == {
         "lineage_inputs": [],
         "lineage_outputs": ["{{ params.workdir }}/out/${app_id}/model.pt"],

@@ -173,7 +173,7 @@ def test_workflow_pipeline_mounts_the_claim_in_every_task(tmp_path: Path) -> Non
 
     repo = Path(__file__).resolve().parents[3]
     fn = pipeline_from_workflow(
-        load_pipeline(repo / "examples" / "pipeline.yaml"), pvc="data", pvc_mount_path="/mnt/d"
+        load_pipeline(repo / "pipelines" / "pipeline.yaml"), pvc="data", pvc_mount_path="/mnt/d"
     )
     ir, platform = compile_ir(fn, tmp_path)
     tasks = ir["root"]["dag"]["tasks"]

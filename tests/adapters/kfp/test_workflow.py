@@ -23,7 +23,7 @@ def _tasks(ir: dict) -> dict[str, dict]:
 
 def test_example_pipeline_compiles_with_params_and_order(tmp_path: Path) -> None:
     ir, _ = compile_ir(
-        pipeline_from_workflow(load_pipeline(REPO / "examples/pipeline.yaml")), tmp_path
+        pipeline_from_workflow(load_pipeline(REPO / "pipelines/pipeline.yaml")), tmp_path
     )
     params = ir["root"]["inputDefinitions"]["parameters"]
     assert {k: v["parameterType"] for k, v in params.items()} == {
@@ -98,6 +98,6 @@ def test_single_task_steps_are_container_tasks_others_launchers(tmp_path: Path) 
 
 
 def test_unknown_mode() -> None:
-    p = load_pipeline(REPO / "examples/pipeline.yaml")
+    p = load_pipeline(REPO / "pipelines/pipeline.yaml")
     with pytest.raises(ValueError, match="unknown mode `fast`: use auto, launcher or container"):
         pipeline_from_workflow(p, mode="fast")

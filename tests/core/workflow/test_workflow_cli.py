@@ -43,7 +43,7 @@ def test_invalid_file_is_one_line_and_exit_1(tmp_path: Path) -> None:
 
 def test_bad_param_is_one_line(tmp_path: Path) -> None:
     proc = run_torchx(
-        "pipeline", "dryrun", str(REPO / "examples" / "pipeline.yaml"), "-p", "stepz=3"
+        "pipeline", "dryrun", str(REPO / "pipelines" / "pipeline.yaml"), "-p", "stepz=3"
     )
     assert proc.returncode == 1
     assert "unknown parameter `stepz` (did you mean `steps`?)" in proc.stderr
@@ -52,7 +52,7 @@ def test_bad_param_is_one_line(tmp_path: Path) -> None:
 
 def test_dryrun_prints_every_step_request() -> None:
     proc = run_torchx(
-        "pipeline", "dryrun", str(REPO / "examples" / "pipeline.yaml"), "-p", "steps=3"
+        "pipeline", "dryrun", str(REPO / "pipelines" / "pipeline.yaml"), "-p", "steps=3"
     )
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout

@@ -29,7 +29,7 @@ def _errors(path: Path) -> list[str]:
 
 
 def test_example_pipeline_loads_in_order_with_parents() -> None:
-    p = load_pipeline(REPO / "examples" / "pipeline.yaml")
+    p = load_pipeline(REPO / "pipelines" / "pipeline.yaml")
     assert order(p) == ["prepare_data", "train", "evaluate"]
     # evaluate references prepare_data and train; the reduction keeps the direct edge only
     assert dependencies(p) == {"prepare_data": [], "train": ["prepare_data"], "evaluate": ["train"]}
@@ -56,7 +56,7 @@ def test_python_pipeline_same_model() -> None:
 
 
 def test_params_are_typed_and_checked() -> None:
-    p = load_pipeline(REPO / "examples" / "pipeline.yaml")
+    p = load_pipeline(REPO / "pipelines" / "pipeline.yaml")
     assert resolve_params(p, {"steps": "7"})["steps"] == 7
     assert resolve_params(p, {"steps": 7.0})["steps"] == 7
     with pytest.raises(ValueError, match="must be integer, got `7.5`"):
@@ -229,7 +229,7 @@ def test_readme_pipeline_block_is_the_example_file(tmp_path: Path) -> None:
     path = tmp_path / "readme.yaml"
     path.write_text(block.group(1))
     readme = load_pipeline(path, registries=False)
-    example = load_pipeline(REPO / "examples" / "pipeline.yaml", registries=False)
+    example = load_pipeline(REPO / "pipelines" / "pipeline.yaml", registries=False)
     for field in ("params", "defaults", "steps"):
         assert getattr(readme, field) == getattr(example, field), field
 

@@ -29,7 +29,7 @@ def test_pipeline_run_on_slurm(tmp_path: Path) -> None:
 
     work = tmp_path / "work"
     proc = subprocess.run(
-        [TORCHX, "pipeline", "run", str(REPO / "examples" / "pipeline.yaml"), "--json",
+        [TORCHX, "pipeline", "run", str(REPO / "pipelines" / "pipeline.yaml"), "--json",
          "-p", "scheduler=slurm", "-p", f"workdir={work}", "-p", "steps=10"],
         capture_output=True, text=True, cwd=tmp_path, timeout=500,
     )  # fmt: skip
