@@ -1,7 +1,7 @@
 """The Celery stack (docker-compose.celery.yml) for tests and bench: start, drive, break, remove.
 
 :class:`CeleryStack` starts the stack under a unique compose project on free loopback ports, with
-a DAG folder holding the example DAG and compose/celery/dags/torchx_celery.py, and a ``torchx``
+a DAG folder holding the example DAG and dags/torchx_celery.py, and a ``torchx``
 connection naming a fresh namespace of the local cluster (kubeconfig inline, see
 :func:`connection`). :class:`Api` is Airflow's REST API, :class:`Cluster` what the namespace
 holds. ``down`` removes every container, network and volume of the project and the namespace.
@@ -261,7 +261,7 @@ class CeleryStack:
     def _write_inputs(self) -> None:
         for path in (
             REPO / "dags" / "torchx_training.py",
-            REPO / "compose/celery/dags/torchx_celery.py",
+            REPO / "dags" / "torchx_celery.py",
             *self.extra_dags,
         ):
             shutil.copy(path, self.dags / path.name)

@@ -4,7 +4,7 @@ One stack per module (``stack`` fixture, about 2 minutes to start): CeleryExecut
 Celery workers on distinct hosts, triggerer, scheduler, dag-processor, api-server, Postgres and
 Redis, on the local Docker engine; the apps run as pods of the local Kubernetes cluster (plain
 mode, a namespace of this module, kubeconfig given inline in the ``torchx`` connection). DAGs:
-the example DAG and compose/celery/dags/torchx_celery.py (variants of it with ``train`` as a
+the example DAG and dags/torchx_celery.py (variants of it with ``train`` as a
 2-replica DDP app). Each test starts with an empty namespace and leaves none of its Jobs or
 pods; the module's teardown leaves no container, network, volume or namespace.
 

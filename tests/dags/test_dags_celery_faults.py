@@ -2,8 +2,8 @@
 
 One stack per module (``stack`` fixture; as in test_dags_celery.py: CeleryExecutor with Redis,
 Postgres, two Celery workers on distinct hosts, a triggerer; the apps are pods of the local
-cluster in a namespace of this module) with the DAGs of compose/celery/dags/
-torchx_celery_faults.py and torchx_celery_mapped.py. The apps wait for a marker file the test
+cluster in a namespace of this module) with the DAGs of dags/torchx_celery_faults.py and
+dags/torchx_celery_mapped.py. The apps wait for a marker file the test
 writes, so a fault lands in the middle of ``train`` and the app ends when the test says, with
 no fixed sleep. Each test leaves no Job or pod; the module leaves no container, network,
 volume, namespace or thread.
@@ -88,7 +88,7 @@ DAGS = (
     "torchx_keep_deadline_deferred",
     "torchx_env_dump",
 )
-FAULT_DAGS = REPO / "compose" / "celery" / "dags"
+FAULT_DAGS = REPO / "dags"
 OUTAGE = 25.0  # seconds without the API server
 MAP_INDEX_LABEL = "labels.torchx.pytorch.org/airflow-map-index"
 FERNET_KEY = base64.urlsafe_b64encode(os.urandom(32)).decode()

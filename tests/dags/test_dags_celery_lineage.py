@@ -2,7 +2,7 @@
 
 One stack per listener mode (below), as in test_dags_celery.py (CeleryExecutor, Redis, Postgres,
 two Celery workers on distinct hosts; the apps are pods of the local cluster), with the DAG of
-compose/celery/dags/torchx_celery_lineage.py. Each worker runs the OpenLineage provider of its
+dags/torchx_celery_lineage.py. Each worker runs the OpenLineage provider of its
 image with the client's file transport, writing to a file of its own on the stack's shared logs
 volume; the test reads both files from a container. The module runs twice, once per mode of the
 listener: in a thread (``[openlineage] execute_in_thread``, the README's setting) and forked
@@ -31,7 +31,7 @@ pytestmark = [pytest.mark.docker, pytest.mark.k8s, pytest.mark.slow, pytest.mark
 
 DAG = "torchx_lineage"
 NAMESPACE = "torchx-celery"
-LINEAGE_DAG = REPO / "compose" / "celery" / "dags" / "torchx_celery_lineage.py"
+LINEAGE_DAG = REPO / "dags" / "torchx_celery_lineage.py"
 
 
 def _events_file(worker: str) -> str:

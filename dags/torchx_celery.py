@@ -1,14 +1,18 @@
 """DAGs of the Celery stack's fault tests and bench, on the ``torchx`` connection's cluster.
 
 tests/dags/test_dags_celery.py and bench/bench_airflow_celery.py put this file next to the
-example DAG (dags/torchx_training.py) in the stack's DAG folder (``TORCHX_FLOW_DAGS``):
+example DAG (dags/torchx_training.py) in the stack's DAG folder (``TORCHX_FLOW_DAGS``); dags/'s
+own ``.airflowignore`` keeps it out of every other DAG folder made of dags/ (see dags/README.md).
+It imports anywhere: the pipeline is found in ``$TORCHX_FLOW_PIPELINES`` (the stack's mount),
+else in this repository's ``pipelines/``.
 
-- ``torchx_training_ddp``: the example pipeline (examples/pipeline.yaml) with ``train`` as a
+- ``torchx_training_ddp``: the example pipeline (pipelines/pipeline.yaml) with ``train`` as a
   2-replica DDP app (``dist.ddp -j 2x1``: one pod per replica);
 - ``torchx_train``: that ``train`` step alone (the faults that kill a worker or the triggerer
   while it runs); ``torchx_train_deferred``: the same, deferrable; ``torchx_train_half``: the
-  same on the ``torchx_half_created`` connection (the stack's, with the test-only scheduler
-  parameters that make its submitter sleep between the Job creations: set by the test only);
+  same on the ``torchx_half_created`` connection (the stack's with a short submission margin;
+  the test makes the workers' submitter sleep between this DAG's Job creations with a
+  test-only hook, tests/_k8s_job_delay.py);
 - ``torchx_timeout``: ``utils.sh sleep 600`` with a 20 s ``execution_timeout`` and no retry;
   ``torchx_timeout_deferred``: the same, deferrable (the deferral times out);
 - ``torchx_trigger_fault``: ``utils.sh sleep 600``, deferrable, on the ``torchx_trigger_fault``
@@ -36,14 +40,16 @@ from airflow.sdk import DAG, BaseOperator
 from torchx.workflow import load_pipeline
 from torchx_airflow import TorchXOperator, dag_from_pipeline
 
-EXAMPLES = os.environ.get("TORCHX_FLOW_EXAMPLES", "/opt/torchx-flow/examples")
+PIPELINES = os.environ.get("TORCHX_FLOW_PIPELINES") or os.path.join(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "pipelines"
+)
 START = datetime(2025, 1, 1)
 _DEFAULTS = {"retry_delay": timedelta(seconds=2)}
 
 
 def _ddp_pipeline(*only: str):  # type: ignore[no-untyped-def]
     """The example pipeline, ``train`` with 2 replicas of 1 worker; only the steps ``only``."""
-    pipeline = load_pipeline(os.path.join(EXAMPLES, "pipeline.yaml"))
+    pipeline = load_pipeline(os.path.join(PIPELINES, "pipeline.yaml"))
     train = pipeline.steps["train"]
     train.args = ["2x1" if a == "1x2" else a for a in train.args]
     if only:
