@@ -1,4 +1,4 @@
-"""Example components for the README tour.
+"""Example components for the tour (docs/tour.md, "Write your own component").
 
 Run: ``torchx run -s local_cwd examples/components.py:greet``.
 """
