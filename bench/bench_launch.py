@@ -1,30 +1,37 @@
-"""Launch-path figures of issue 22 item 2, side by side with TorchX 0.7.0 (a table).
+"""Launch-path figures of issue 29, side by side with TorchX 0.7.0 in one interleaved run (a table).
 
-Rows (wall time, median over ``BENCH_REPEAT`` rounds, default 9, with the spread min-max):
+Rows (wall time, median over ``BENCH_REPEAT`` rounds, default 15, min-max in brackets):
 
-* ``python -c pass`` of each interpreter, and ``torchx --help`` as a ratio of it (goal <= 1.5x);
-* ``torchx run -s local_cwd utils.sh echo hi`` end to end (goal <= 100 ms);
-* the API: ``get_runner()``, ``run`` of one ``python -c pass`` replica on local_cwd and ``wait``
-  (``wait_interval=0.01`` for both packages; TorchX polls), next to a bare ``Popen`` + ``wait``
-  in the same process (goal <= 25 ms);
+* ``python -c pass`` of each interpreter, then ``torchx --help`` (goal <= 1.5x python),
+  ``torchx builtins`` and ``torchx runopts local_cwd`` (goals <= 2x python) and ``torchx run -s
+  local_cwd utils.sh echo hi`` (goal <= 80 ms). Every round runs every command of every column
+  in turn (ours, TorchX, ours, ...), so each command follows the others, as for a user who
+  alternates commands: a start-up cache that another command evicts shows here;
+* the API in a worker process per column: ``get_runner()``, ``run`` of one ``python -c pass``
+  replica on local_cwd and ``wait(wait_interval=0.1)`` (goal <= 25 ms; TorchX polls), next to
+  a bare ``Popen`` + ``wait`` in the same process; and 128 replicas next to a bare ``Popen``
+  loop of 128 (goal <= 1.1x);
 * ``dags/torchx_training.py`` parse time next to an empty DAG file, in an interpreter that has
   already imported ``airflow.sdk`` (goal <= 2x; TorchX has no equivalent), with the parse cache
   of ``dag_from_pipeline`` warm (Airflow parses a DAG file again and again) and without it;
 * with the local cluster (``--k8s``; needs ``scripts/infra``): ``torchx run -s kubernetes
   --wait utils.echo`` (plain mode) next to a Python script that imports the kubernetes client,
-  creates a raw ``batch/v1`` Job running ``echo`` and polls it every 0.1 s until it succeeded
-  (goal: within 0.5 s of it); both in the namespace ``default``, deleted at the end; and
-  the API (``Runner.run`` + ``wait(wait_interval=0.1)`` in a warm process). TorchX 0.7.0 has no
-  plain mode (it needs Volcano), so it has no figure there.
+  creates a raw ``batch/v1`` Job running ``echo`` and polls it every 0.1 s until it succeeded;
+  both in the namespace ``default``, deleted at the end; and the API (``Runner.run`` +
+  ``wait(wait_interval=0.1)`` in a warm process). TorchX 0.7.0 has no plain mode (it needs
+  Volcano), so it has no figure there.
 
-Variants run interleaved (ours, TorchX, ours, ...) so both see the same load. ``--before DIR``
-adds a column for another tree of this project (``git archive <rev> core adapters dags examples
-| tar -x -C DIR``) run from the same venv with ``DIR/core:DIR/adapters`` first on
-``PYTHONPATH``; ours then gets the checkout's ``core:adapters`` the same way. Byte-code is
-written (``PYTHONDONTWRITEBYTECODE`` is dropped), as for a user.
+``--rows NAME,...`` adds the rows other scripts print (``ROW_SCRIPTS``: each runs as
+``python SCRIPT --rows`` and prints JSON ``[[figure, ours, goal], ...]`` last), so the Airflow
+and Kubernetes rows of issue 29 can join the table. The load average is printed before and
+after. ``--before DIR`` adds a column for another tree of this project (``git archive <rev>
+core adapters dags examples | tar -x -C DIR``) run from the same venv with
+``DIR/core:DIR/adapters`` first on ``PYTHONPATH``; ours then gets the checkout's
+``core:adapters`` the same way. Byte-code is written (``PYTHONDONTWRITEBYTECODE`` is dropped),
+as for a user.
 
 TorchX 0.7.0 runs from the throwaway venv of ``_torchx_venv.py`` (``BENCH_NO_TORCHX=1``
-skips it). Run: ``.venv/bin/python bench/bench_launch.py [--k8s] [--before DIR]``.
+skips it). Run: ``.venv/bin/python bench/bench_launch.py [--k8s] [--before DIR] [--no-parse]``.
 """
 
 from __future__ import annotations
@@ -42,7 +49,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-REPEAT = int(os.environ.get("BENCH_REPEAT", "9"))
+REPEAT = int(os.environ.get("BENCH_REPEAT", "15"))
+REPLICAS = 128
 IMAGE = "torchx-flow/python:3.11"
 EMPTY_DAG = """
 from datetime import datetime
@@ -76,41 +84,6 @@ print(time.perf_counter() - t0)
 """
 
 Variant = tuple[str, str, dict[str, str]]  # (column, python, env)
-
-
-def api_worker(rounds: int, k8s: str) -> None:
-    """In the measured interpreter: one-replica launches (and with ``k8s`` a kubernetes one)."""
-    from torchx.runner import get_runner
-    from torchx.specs import AppDef, Resource, Role
-
-    role = Role("r", "", entrypoint=sys.executable, args=["-c", "pass"])
-    role.resource = Resource(cpu=1, gpu=0, memMB=64)
-    app = AppDef("bench", [role])
-    out: dict[str, list[float]] = {"api": [], "bare": [], "k8s": []}
-    for i in range(rounds + 1):  # the first round warms imports and caches
-        start = time.perf_counter()
-        subprocess.Popen([sys.executable, "-c", "pass"]).wait()
-        bare = time.perf_counter() - start
-        start = time.perf_counter()
-        with get_runner() as runner:
-            status = runner.wait(runner.run(app, "local_cwd"), wait_interval=0.01)
-            assert status is not None and status.state.name == "SUCCEEDED", status
-        if i:
-            out["api"].append(time.perf_counter() - start)
-            out["bare"].append(bare)
-    if k8s:
-        cfg = {"mode": "plain", "namespace": k8s, "validate_spec": False}
-        with get_runner() as runner:
-            for i in range(rounds + 1):
-                start = time.perf_counter()
-                handle = runner.run_component(
-                    "utils.echo", ["--image", IMAGE], "kubernetes", cfg=cfg, workspace=None
-                )
-                status = runner.wait(handle, wait_interval=0.1)
-                assert status is not None and status.state.name == "SUCCEEDED", status
-                if i:
-                    out["k8s"].append(time.perf_counter() - start)
-    print(json.dumps(out))
 
 
 CPU: list[float] = []  # CPU time (user + sys, children included) of each wall() call
@@ -180,65 +153,154 @@ def torchx_bin(python: str) -> str:
     return str(Path(python).parent / "torchx")
 
 
+RUN = ["run", "-s", "local_cwd", "utils.sh", "echo", "hi"]
+CLI_ROWS: list[tuple[str, list[str], str]] = [  # (figure, argv after the interpreter, goal)
+    ("python -c pass", ["-c", "pass"], ""),
+    ("torchx --help", ["--help"], "<= 1.5x python"),
+    ("torchx builtins", ["builtins"], "<= 2x python"),
+    ("torchx runopts local_cwd", ["runopts", "local_cwd"], "<= 2x python"),
+    ("torchx " + " ".join(RUN), RUN, "<= 80 ms"),
+]
+GOALS: dict[str, Callable[[float, float], bool]] = {  # (median, python's median) -> met
+    "<= 1.5x python": lambda med, py: med <= 1.5 * py,
+    "<= 2x python": lambda med, py: med <= 2 * py,
+    "<= 80 ms": lambda med, py: med <= 0.080,
+    "<= 25 ms": lambda med, py: med <= 0.025,
+}
+
+
+def cli_rounds(variants: list[Variant], home: str) -> dict[str, dict[str, list[float]]]:
+    """Every CLI row of every column in each round; ``{figure: {column: samples}}``."""
+    found: dict[str, dict[str, list[float]]] = {
+        row[0]: {v[0]: [] for v in variants} for row in CLI_ROWS
+    }
+    for i in range(REPEAT + 1):  # round 0 warms byte-code and caches
+        for figure, argv, _ in CLI_ROWS:
+            for col, python, env in variants:
+                cmd = [python, *argv] if argv[0] == "-c" else [torchx_bin(python), *argv]
+                took = wall(cmd, env, home)
+                if i:
+                    found[figure][col].append(took)
+    return found
+
+
+def api_rounds(
+    variants: list[Variant], kube: str, ns: str, home: str
+) -> dict[str, dict[str, list[float]]]:
+    """The API worker of each column, in three interleaved batches; ``{column: {key: samples}}``."""
+    api: dict[str, dict[str, list[float]]] = {c[0]: {} for c in variants}
+    for _ in range(3):
+        for col, python, env in variants:
+            k8s = ns if kube and col != "TorchX 0.7.0" else ""
+            cmd = [
+                python,
+                str(Path(__file__).with_name("_launch_api.py")),
+                str(max(REPEAT // 3, 1)),
+                k8s,
+            ]
+            out = subprocess.run(
+                cmd,
+                env=dict(env, KUBECONFIG=kube),
+                cwd=home,
+                check=True,
+                capture_output=True,
+                text=True,
+            )
+            for key, values in json.loads(out.stdout.strip().splitlines()[-1]).items():
+                api[col].setdefault(key, []).extend(values)
+    return api
+
+
+def verdict(goal: str, samples: list[float] | None, python: list[float] | None) -> str:
+    """``met``/``NOT met`` for a goal this script can check, else ``""``."""
+    check = GOALS.get(goal)
+    if check is None or not samples or ("python" in goal and not python):
+        return ""
+    met = check(statistics.median(samples), statistics.median(python or [0.0]))
+    return "met" if met else "NOT met"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--k8s", action="store_true", help="also the local cluster's figures")
     parser.add_argument("--before", help="another tree of this project, for a before column")
+    parser.add_argument("--no-parse", action="store_true", help="leave out the DAG parse rows")
+    parser.add_argument(
+        "--rows", default="", help=f"rows of other scripts: {','.join(ROW_SCRIPTS)}"
+    )
     args = parser.parse_args()
     from tabulate import tabulate
 
+    load_before = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="bench_launch_") as home:
         variants = envs(args, home)
         ours = [v for v in variants if v[0] != "TorchX 0.7.0"]
         cols = [v[0] for v in variants]
         rows: list[list[str]] = []
 
-        def add(label: str, found: dict[str, list[float]], goal: str, unit: float = 1000) -> None:
-            rows.append([label, *(fmt(found.get(c), unit) for c in cols), goal])
+        def add(
+            label: str,
+            found: dict[str, list[float]],
+            goal: str,
+            unit: float = 1000,
+            py: dict[str, list[float]] | None = None,
+        ) -> None:
+            met = verdict(goal, found.get(cols[0]), (py or {}).get(cols[0]))
+            rows.append([label, *(fmt(found.get(c), unit) for c in cols), goal, met])
 
-        def cpu_row() -> None:
-            n = len(variants)
-            per = {c: CPU[-n * REPEAT :][i::n] for i, c in enumerate(cols)}
-            add("  CPU time (user+sys)", per, "")
-
-        py = interleave(variants, lambda v: wall([v[1], "-c", "pass"], v[2], home))
-        add("python -c pass", py, "")
-        cpu_row()
-        helped = interleave(variants, lambda v: wall([torchx_bin(v[1]), "--help"], v[2], home))
-        add("torchx --help", helped, "<= 1.5x python")
-        cpu_row()
-        ratio = {
-            c: [statistics.median(helped[c]) / statistics.median(py[c])] for c in cols if py[c]
-        }
-        rows.append(["  ratio to python", *(f"{ratio[c][0]:.2f}x" for c in cols), ""])
-        run = ["run", "-s", "local_cwd", "utils.sh", "echo", "hi"]
-        add(
-            "torchx run -s local_cwd utils.sh echo hi",
-            interleave(variants, lambda v: wall([torchx_bin(v[1]), *run], v[2], home)),
-            "<= 100 ms",
-        )
-        cpu_row()
+        cli = cli_rounds(variants, home)
+        py = cli["python -c pass"]
+        for figure, _, goal in CLI_ROWS:
+            add(figure, cli[figure], goal, py=py)
+            if "python" in goal:
+                ratio = {
+                    c: statistics.median(cli[figure][c]) / statistics.median(py[c]) for c in cols
+                }
+                rows.append(["- ratio to python", *(f"{ratio[c]:.2f}x" for c in cols), "", ""])
         kube, ns = _k8s_setup() if args.k8s else ("", "")
-        api: dict[str, dict[str, list[float]]] = {c: {} for c in cols}
-        for _ in range(3):  # three interleaved batches of REPEAT // 3 launches
-            for col, python, env in variants:
-                k8s = ns if kube and col != "TorchX 0.7.0" else ""
-                cmd = [python, __file__, "--api-worker", str(max(REPEAT // 3, 1)), k8s]
-                found = json.loads(
-                    subprocess.run(
-                        cmd, env=dict(env, KUBECONFIG=kube), cwd=home, check=True,
-                        capture_output=True, text=True,
-                    ).stdout.strip().splitlines()[-1]
-                )  # fmt: skip
-                for key, values in found.items():
-                    api[col].setdefault(key, []).extend(values)
-        add("API: get_runner + run + wait, 1 replica", {c: api[c]["api"] for c in cols}, "<= 25 ms")
-        add("  bare Popen + wait (same process)", {c: api[c]["bare"] for c in cols}, "")
-        _dag_parse(ours, home, add)
+        api = api_rounds(variants, kube, ns, home)
+        add(
+            "API: get_runner + run + wait(0.1), 1 replica",
+            {c: api[c]["api"] for c in cols},
+            "<= 25 ms",
+        )
+        add("- bare Popen + wait (same process)", {c: api[c]["bare"] for c in cols}, "")
+        many = {
+            c: statistics.median(api[c]["many"]) / statistics.median(api[c]["many_bare"])
+            for c in cols
+        }
+        rows.append(
+            [
+                f"API: {REPLICAS} replicas / bare Popen loop",
+                *(f"{many[c]:.2f}x" for c in cols),
+                "<= 1.1x",
+                "met" if many[cols[0]] <= 1.1 else "NOT met",
+            ]
+        )
+        add(f"- bare Popen loop of {REPLICAS}", {c: api[c]["many_bare"] for c in cols}, "")
+        if not args.no_parse:
+            _dag_parse(ours, home, add)
         if kube:
             _k8s_rows(ours, kube, ns, home, add, {c: api[c]["k8s"] for c in cols})
-    print(tabulate(rows, headers=["figure", *cols, "goal"]))
-    print(f"(median of {REPEAT} interleaved runs, min-max in brackets)")
+        for name in filter(None, args.rows.split(",")):
+            rows += _script_rows(name, len(cols))
+    print(tabulate(rows, headers=["figure", *cols, "goal", ""]))
+    load = " ".join(f"{x:.1f}" for x in (*load_before, *os.getloadavg()))
+    print(f"(median of {REPEAT} interleaved rounds, min-max in brackets; load average 1/5/15 min")
+    print(f" before and after: {load})")
+
+
+ROW_SCRIPTS: dict[str, str] = {}
+"""Row name -> script in ``bench/`` whose ``--rows`` prints ``[[figure, ours, goal], ...]``."""
+
+
+def _script_rows(name: str, ncols: int) -> list[list[str]]:
+    script = Path(__file__).with_name(ROW_SCRIPTS[name])
+    out = subprocess.run(
+        [sys.executable, str(script), "--rows"], check=True, capture_output=True, text=True
+    )
+    found = json.loads(out.stdout.strip().splitlines()[-1])
+    return [[figure, value, *["-"] * (ncols - 1), goal, ""] for figure, value, goal in found]
 
 
 def _dag_parse(ours: list[Variant], home: str, add: Callable[..., None]) -> None:
@@ -265,11 +327,11 @@ def _dag_parse(ours: list[Variant], home: str, add: Callable[..., None]) -> None
     n = len(variants)
     cpu = {v[0]: CPU[-n * REPEAT :][i::n] for i, v in enumerate(variants)}
     add("parse: empty DAG file", {ours[0][0]: found["empty DAG"]}, "")
-    add("  CPU time", {ours[0][0]: cpu["empty DAG"]}, "")
+    add("- CPU time", {ours[0][0]: cpu["empty DAG"]}, "")
     add("parse: dags/torchx_training.py", {v[0]: found[v[0]] for v in ours}, "<= 2x empty")
-    add("  CPU time", {v[0]: cpu[v[0]] for v in ours}, "")
-    add("  same, no parse cache", {ours[0][0]: found["no cache"]}, "")
-    add("  CPU time", {ours[0][0]: cpu["no cache"]}, "")
+    add("- CPU time", {v[0]: cpu[v[0]] for v in ours}, "")
+    add("- same, no parse cache", {ours[0][0]: found["no cache"]}, "")
+    add("- CPU time", {ours[0][0]: cpu["no cache"]}, "")
 
 
 def _k8s_setup() -> tuple[str, str]:
@@ -321,7 +383,4 @@ def _delete_jobs(kube: str, ns: str) -> None:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["--api-worker"]:
-        api_worker(int(sys.argv[2]), sys.argv[3] if len(sys.argv) > 3 else "")
-    else:
-        main()
+    main()
