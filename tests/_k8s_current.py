@@ -126,3 +126,20 @@ def local_queue(client: Any, ns: str, cpu: str = "250m", memory: str = "64Mi") -
             custom.delete_cluster_custom_object(*KUEUE, "clusterqueues", cq)
     finally:
         custom.delete_cluster_custom_object(*KUEUE, "resourceflavors", flavor)
+
+
+@contextmanager
+def loaded_venv_image() -> Iterator[str]:
+    """``_k8s_live.venv_image`` (this venv first on ``PATH``) loaded into the cluster's containerd.
+
+    Its base ``torchx-flow/python:3.11`` is already there, so the load copies one small layer;
+    the image is removed from containerd and from the Docker engine on exit.
+    """
+    from _k8s_live import venv_image
+
+    with venv_image() as tag:
+        load_image(tag)
+        try:
+            yield tag
+        finally:
+            unload_image(tag)
