@@ -28,15 +28,13 @@ the dry run even without ``validate_spec``, and the run options ``image_pull_sec
 
 from __future__ import annotations
 
-import builtins
 import logging
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Optional
 
-from torchx.schedulers._kubernetes._opts import MODE_JOBSET, MODE_PLAIN, Opts
+from torchx.schedulers._kubernetes._opts import Opts
 from torchx.schedulers._kubernetes.client import api_server_errors, load_api_client
 from torchx.schedulers._kubernetes.extras import add_pod_extras, parse_toleration
-from torchx.schedulers._kubernetes.jobset_ops import JobSetOps
 from torchx.schedulers._kubernetes.names import (
     ANNOTATION_ISTIO_SIDECAR,
     LABEL_APP_NAME,
@@ -56,15 +54,14 @@ from torchx.schedulers._kubernetes.names import (
     split_app_id,
 )
 from torchx.schedulers._kubernetes.overlay import apply_pod_overlay as _apply_pod_overlay
-from torchx.schedulers._kubernetes.plain_ops import PlainOps
 from torchx.schedulers._kubernetes.plain_submit import SubmitTiming
 from torchx.schedulers._kubernetes.pod import requests_and_limits, role_to_pod
 from torchx.schedulers._kubernetes.replicas import Replica
 from torchx.schedulers._kubernetes.request import KubernetesJob, sanitize_for_serialization
+from torchx.schedulers._kubernetes.routing import ModeRouting
 from torchx.schedulers._kubernetes.scheduler_apps import AppQueries
 from torchx.schedulers._kubernetes.settings import Settings
 from torchx.schedulers._kubernetes.volcano import RETRY_POLICIES, app_to_volcano_job
-from torchx.schedulers._kubernetes.volcano_ops import VolcanoOps
 from torchx.schedulers._kubernetes.volcano_status import JOB_STATE, TASK_STATE
 from torchx.schedulers.api import DescribeAppResponse, Scheduler
 from torchx.schedulers.ids import make_unique
@@ -186,7 +183,9 @@ def app_to_resource(
     )
 
 
-class KubernetesScheduler(AppQueries, DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVal]]):
+class KubernetesScheduler(
+    ModeRouting, AppQueries, DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVal]]
+):
     """Runs apps on Kubernetes, as a Volcano Job (default) or as plain Jobs (``mode=plain``).
 
     The app id is ``{namespace}:{job name}``. Cancel aborts a Volcano Job but keeps it for
@@ -219,6 +218,7 @@ class KubernetesScheduler(AppQueries, DockerWorkspaceMixin, Scheduler[Mapping[st
         self._owns_client = False  # an injected client belongs to the caller
         self._kube = dict(kube or {})  # load_api_client's arguments
         self._plain_timing = plain_timing or SubmitTiming()
+        self._app_modes: dict[str, Mode] = {}  # app id -> its mode (``_kubernetes.routing``)
 
     # -- client ------------------------------------------------------------------------------
 
@@ -230,6 +230,7 @@ class KubernetesScheduler(AppQueries, DockerWorkspaceMixin, Scheduler[Mapping[st
 
     def close(self) -> None:
         """Closes the API client this scheduler loaded (its connection pool and threads)."""
+        self._forget_modes()
         if self._owns_client and self._client is not None:
             self._client.close()
             self._client, self._owns_client = None, False
@@ -240,24 +241,6 @@ class KubernetesScheduler(AppQueries, DockerWorkspaceMixin, Scheduler[Mapping[st
 
         _, active = config.list_kube_config_contexts()
         return dict(active or {})
-
-    def _modes(self) -> builtins.list[Mode]:
-        """Every mode, volcano first (see ``_kubernetes.modes``)."""
-        return [VolcanoOps(self._api_client), self._plain(), JobSetOps(self._api_client)]
-
-    def _mode(self, name: str) -> Mode:
-        """The mode the ``mode`` run option names."""
-        if name == MODE_JOBSET:
-            return JobSetOps(self._api_client)
-        return self._plain() if name == MODE_PLAIN else VolcanoOps(self._api_client)
-
-    def _plain(self) -> PlainOps:
-        return PlainOps(self._api_client, timing=self._plain_timing)
-
-    def _mode_of(self, namespace: str, name: str, doing: str) -> Optional[Mode]:
-        """The mode that has the app, or None."""
-        with api_server_errors(self._api_client(), doing):
-            return next((m for m in self._modes() if m.has_app(namespace, name)), None)
 
     # -- submit ------------------------------------------------------------------------------
 
@@ -297,9 +280,12 @@ class KubernetesScheduler(AppQueries, DockerWorkspaceMixin, Scheduler[Mapping[st
         opts = Opts.from_cfg(dryrun_info._cfg or {})
         if dryrun_info.request.images_to_push:
             self.push_images(dryrun_info.request.images_to_push)
+        mode = self._mode(opts.mode)
         with api_server_errors(self._api_client(), "submitting the job"):
-            name = self._mode(opts.mode).create(opts.namespace, dryrun_info.request)
-        return f"{opts.namespace}:{name}"
+            name = mode.create(opts.namespace, dryrun_info.request)
+        app_id = f"{opts.namespace}:{name}"
+        self._found(app_id, mode)
+        return app_id
 
     # -- existing apps -----------------------------------------------------------------------
 
@@ -307,10 +293,15 @@ class KubernetesScheduler(AppQueries, DockerWorkspaceMixin, Scheduler[Mapping[st
         """Describe the app (a read only); None if no mode knows it."""
         namespace, name = split_app_id(app_id)
         with api_server_errors(self._api_client(), f"describing {app_id}"):
-            for mode in self._modes():
+            known = self._known_modes().get(app_id)
+            for mode in self._modes(app_id):
                 found = mode.describe(namespace, name)
                 if found is not None:
+                    self._found(app_id, mode)
                     return found
+            if known is not None:  # gone from its mode: ask every mode once more
+                self._found(app_id, None)
+                return self.describe(app_id)
         return None
 
     def enforce_fail_fast(self, app_id: str) -> None:
@@ -337,8 +328,9 @@ class KubernetesScheduler(AppQueries, DockerWorkspaceMixin, Scheduler[Mapping[st
     def wait_for_change(self, app_id: str, timeout: float) -> None:
         """Return when the app may have changed, else after ``timeout`` seconds.
 
-        Nothing is kept between calls: the app's mode reads it at entry and returns at once if
-        it is terminal or gone (plain mode then watches its pods; volcano mode sleeps).
+        Only the app's mode is kept between calls (known from ``schedule`` or an earlier look,
+        so no other mode is probed): the mode reads the app at entry and returns at once if it
+        is terminal or gone (plain mode then watches its pods; volcano mode sleeps).
         """
         namespace, name = split_app_id(app_id)
         mode = self._mode_of(namespace, name, f"waiting on {app_id}")
@@ -351,6 +343,7 @@ class KubernetesScheduler(AppQueries, DockerWorkspaceMixin, Scheduler[Mapping[st
         with api_server_errors(self._api_client(), f"deleting {app_id}"):
             for mode in self._modes():
                 mode.delete(namespace, name)
+        self._found(app_id, None)
 
 
 def create_scheduler(
