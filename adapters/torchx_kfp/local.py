@@ -10,7 +10,9 @@ no network, nothing pulled.
 :func:`collect_output_artifacts` makes kfp.local pass a container task's output artifacts on
 as the KFP backend does (the backend's launcher uploads every declared output artifact from
 its local path; kfp.local only reads the executor-output file, which a container task that
-is not a Python component does not write). :func:`venv_docker_runner` installs it.
+is not a Python component does not write). :func:`venv_docker_runner` installs it, and keeps
+the logs and exit status of a task whose container ends before kfp.local reads them
+(``torchx_kfp._local_docker``).
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ import os
 import sys
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional
+
+from torchx_kfp._local_docker import keep_task_logs_and_status
 
 __all__ = ["LOCAL_LABEL", "collect_output_artifacts", "venv_docker_runner", "venv_mounts"]
 
@@ -63,6 +67,7 @@ def venv_docker_runner(
     from kfp import local  # lazy: kfp.local, only when running locally
 
     collect_output_artifacts()
+    keep_task_logs_and_status()
     path = os.pathsep.join([os.path.join(sys.prefix, "bin"), "/usr/local/bin", "/usr/bin", "/bin"])
     return local.DockerRunner(
         mounts=venv_mounts(read_only, read_write),

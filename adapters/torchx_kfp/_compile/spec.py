@@ -66,11 +66,14 @@ WRAPPER_COPY = (
     _PROLOGUE + 'n=0; while [ "$1" != "--" ]; do eval "src_$n=\\$1 dst_$n=\\$2"; '
     "n=$((n + 1)); shift 2; done; shift; "
     + WRAPPER[len(_PROLOGUE) :].replace('exec "$@"', "")
-    + "pid=; term=; "
-    + 'trap \'term=1; [ -z "${pid:-}" ] || kill -TERM "$pid" 2>/dev/null || :\' TERM INT; '
+    + "pid=; term=; intr=; "
+    + 'trap \'term=1; intr=1; [ -z "${pid:-}" ] || kill -TERM "$pid" 2>/dev/null || :\' TERM INT; '
     '"$@" & pid=$!; [ -z "${term:-}" ] || kill -TERM "$pid" 2>/dev/null || :; '
-    'rc=0; wait "$pid" || rc=$?; '
-    'while kill -0 "$pid" 2>/dev/null; do rc=0; wait "$pid" || rc=$?; done; '
+    'rc=0; intr=; wait "$pid" || rc=$?; '
+    # a trap ends `wait` early (128+signal) with the app's status still kept by the shell: wait
+    # again for it; an unknown pid (127, already reported) with no process keeps the status read
+    'while [ -n "$intr" ]; do intr=; r=0; wait "$pid" || r=$?; '
+    '[ "$r" -eq 127 ] && ! kill -0 "$pid" 2>/dev/null && break; rc=$r; done; '
     '[ "$rc" -eq 0 ] || exit "$rc"; i=0; while [ "$i" -lt "$n" ]; do '
     'eval "src=\\$src_$i dst=\\$dst_$i"; '
     '[ -e "$src" ] || { echo "torchx-kfp: the app did not write $src (declared output)" >&2; '

@@ -141,6 +141,28 @@ def test_handover_under_kfp_local(
 
 
 @pytest.mark.docker
+def test_a_task_that_ends_at_once_keeps_its_logs_and_its_failure(
+    tmp_path: Path, client: Any, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """kfp.local alone loses both when the container is gone before it reads them."""
+    from kfp import local
+
+    from torchx_kfp.local import LOCAL_LABEL, venv_docker_runner
+
+    step = Step(component="utils.sh", args=["sh", "-c", "echo quick-bye; exit 3"])
+    quick = validate_pipeline(
+        Pipeline(name="quick", defaults={"image": BUSYBOX}, steps={"quick": step})
+    )
+    pipeline = pipeline_from_workflow(quick)
+    local.init(runner=venv_docker_runner(), pipeline_root=str(tmp_path / "root"))
+    for _ in range(3):
+        with pytest.raises(RuntimeError, match="FAILURE"):
+            pipeline()
+        assert "quick-bye" in capfd.readouterr().out
+    assert not client.containers.list(all=True, filters={"label": LOCAL_LABEL})
+
+
+@pytest.mark.docker
 def test_copy_wrapper_forwards_sigterm_and_copies_only_after_success(
     tmp_path: Path, client: Any
 ) -> None:
@@ -166,6 +188,33 @@ def test_copy_wrapper_forwards_sigterm_and_copies_only_after_success(
         assert not (out / "dst").exists()
     finally:
         container.remove(force=True)
+
+
+@pytest.mark.docker
+def test_copy_wrapper_reports_the_apps_status_when_sigterm_races_its_exit(client: Any) -> None:
+    """A SIGTERM that ends the wrapper's ``wait`` as the app exits still yields the app's status.
+
+    100 rounds in one container, each signalling the wrapper 0-1.8 ms after the app set its
+    trap: the wrapper must wait again for the status the shell kept (it exited 143, the
+    interrupted ``wait``'s status, in about half the rounds before that was fixed).
+    """
+    import shlex
+
+    from torchx_kfp._compile.spec import WRAPPER_COPY
+
+    app = 'trap "exit 7" TERM; touch /tmp/started; sleep 60 & wait'
+    argv = ["sh", "-c", WRAPPER_COPY, "torchx-kfp", "/tmp/o/id", "/tmp/o/run", "TORCHX_JOB_ID=j"]
+    argv += ["--", "/tmp/src", "/tmp/dst", "--", "sh", "-c", app]
+    wrapper = " ".join(shlex.quote(a) for a in argv)
+    rounds = (
+        "i=0; while [ $i -lt 100 ]; do rm -f /tmp/started; "
+        f"{wrapper} & w=$!; "
+        "while [ ! -e /tmp/started ]; do usleep 500; done; usleep $(( (i % 7) * 300 )); "
+        'kill -TERM $w; rc=0; wait $w || rc=$?; echo "rc=$rc"; i=$((i + 1)); done'
+    )
+    logs = client.containers.run(BUSYBOX, ["sh", "-c", rounds], remove=True).decode()
+    codes = [line for line in logs.splitlines() if line.startswith("rc=")]
+    assert len(codes) == 100 and set(codes) == {"rc=7"}, logs
 
 
 @pytest.mark.docker
