@@ -32,6 +32,7 @@ _SUPERVISOR_MAIN = (
 
 
 _IMPORT_ROOT = os.path.dirname(os.path.dirname(os.path.realpath(torchx.__file__)))
+_blocks = 0  # open prestarted_supervisor() blocks: no warm spare is started meanwhile
 
 
 class _LocalAppDef:
@@ -167,6 +168,8 @@ def launch(request: PopenRequest) -> _LocalAppDef:
         control.close()
         if lifeline_r is not None:
             os.close(lifeline_r)
+    if not _blocks:  # the next app of this process finds its supervisor waiting
+        _spare.replenish(_IMPORT_ROOT)
     app = LocalApp(app_dir, data)
     return _LocalAppDef(request.app_id, request.log_dir, app, supervisor, lifeline_w)
 
@@ -174,12 +177,13 @@ def launch(request: PopenRequest) -> _LocalAppDef:
 def _prestarted(
     app_dir: str, control_fd: int, launcher_fd: Optional[int], env: Optional[dict[str, str]]
 ) -> Optional[subprocess.Popen[bytes]]:
-    """Hands the app to this process's spare supervisor; None if there is none or it declines.
+    """Hands the app to a spare supervisor; None if there is none or it declines.
 
-    ``env`` is the environment the supervisor must have (None: this process's): a spare
-    started with another one declines.
+    The spare of an open :func:`prestarted_supervisor` block, else the process's warm one
+    (``_spare.replenish``). ``env`` is the environment the supervisor must have (None: this
+    process's): a spare started with another one declines.
     """
-    spare = _spare.take()
+    spare = _spare.take() or _spare.take_warm()
     if spare is None:
         return None
     if spare.assign(app_dir, control_fd, launcher_fd, env):
@@ -198,17 +202,23 @@ def prestarted_supervisor(enabled: bool = True) -> Iterator[None]:
     the waiting supervisor. One that is not used (the launch went elsewhere or failed) is
     stopped when the block exits. A change of ``os.environ`` inside the block makes the
     launch start a fresh supervisor, as the replicas inherit the supervisor's environment;
-    so does the ``env_allow`` run option (the spare holds the whole environment).
+    so does the ``env_allow`` run option (the spare holds the whole environment). Outside
+    such blocks a process that launched an app keeps a spare for its next one (a *warm*
+    spare, ``_spare.replenish``); inside them it does not (a ``torchx run`` exits after its
+    app).
 
     Args:
         enabled: False makes the block do nothing (e.g. when the app will not be local).
     """
+    global _blocks
     if enabled:
         _spare.prestart(_IMPORT_ROOT)
+        _blocks += 1
     try:
         yield
     finally:
         if enabled:
+            _blocks -= 1
             _spare.discard()
 
 

@@ -18,7 +18,7 @@ import sys
 from collections.abc import Mapping
 from typing import Optional
 
-__all__ = ["Spare", "discard", "prestart", "take"]
+__all__ = ["Spare", "discard", "prestart", "replenish", "take", "take_warm"]
 
 _SPARE_MAIN = (
     "import sys; sys.path.insert(0, sys.argv.pop(1));"
@@ -27,6 +27,7 @@ _SPARE_MAIN = (
 
 _lock = _thread.allocate_lock()
 _spare: Optional[Spare] = None
+_warm: Optional[Spare] = None  # started after a launch outside a block, for the next one
 
 
 class Spare:
@@ -124,3 +125,35 @@ def discard() -> None:
     spare = take()
     if spare is not None:
         spare.discard()
+
+
+def replenish(import_root: str) -> None:
+    """Starts this process's *warm* spare (for its next launch), unless one is waiting.
+
+    A process that launched a local app outside a ``prestarted_supervisor()`` block (a
+    program using the API, a pipeline) keeps one spare waiting for its next launch: an idle
+    interpreter, which exits when this process does (EOF on its channel).
+    """
+    global _warm
+    with _lock:
+        if _warm is not None and _warm._owner == os.getpid():
+            return
+        _warm = None
+    spare = Spare(import_root)
+    with _lock:
+        kept = _warm is None
+        if kept:
+            _warm = spare
+    if not kept:  # another thread was quicker
+        spare.discard()
+
+
+def take_warm() -> Optional[Spare]:
+    """Returns the warm spare, which the caller now owns, or None (see :func:`take`)."""
+    global _warm
+    with _lock:
+        spare, _warm = _warm, None
+    if spare is not None and spare._owner != os.getpid():
+        spare._channel.close()
+        return None
+    return spare
