@@ -26,6 +26,7 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any, Optional, Union
 
+from torchx.cli import _gc
 from torchx.cli._errors import CliError, exception_message
 from torchx.cli._run_args import (
     TorchXRunArgs,
@@ -296,6 +297,7 @@ class CmdRun(SubCommand):
 
     def _launch(self, runner: Runner, run_args: TorchXRunArgs, cfg: dict[str, Any]) -> None:
         app_handle = runner.run_component(**self._call_args(run_args, cfg))
+        _gc.resume()  # paused by main() for the start only
         print(app_handle, flush=True)
         log = run_args.log or run_args.tee_logs
         startup = run_args.startup_timeout

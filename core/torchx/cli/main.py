@@ -220,6 +220,10 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     argv = list(sys.argv[1:] if argv is None else argv)
     _startup_cache.serve(argv)  # exits when the stored answer is valid
+    if argv[:1] == ["run"]:
+        from torchx.cli import _gc
+
+        _gc.pause()  # resumed once the app is submitted (CmdRun)
     from torchx.cli import _help_cache
     from torchx.cli._handler import handle_errors
     from torchx.cli._signals import install_signal_handlers
