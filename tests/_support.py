@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 from typing import Any
 
@@ -126,3 +127,55 @@ def run_training_dag(
     assert proc.returncode == 0, output[-4000:]
     summary: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
     return summary, output
+
+
+def gate_command(gate_dir: str, then: str) -> str:
+    """A shell command that waits until ``gate_dir/open`` exists, then runs ``then``.
+
+    An app with this command runs until the test says (:func:`open_gate`), so a fault can land
+    while it runs and the app ends at once afterwards, with no fixed ``sleep``. Mount
+    ``gate_dir`` at the same path into a container (:func:`gate_mount`).
+    """
+    return f"until [ -e {gate_dir}/open ]; do sleep 0.5; done; {then}"
+
+
+def gate_mount(gate_dir: Path) -> str:
+    """The ``--mounts`` value that shows ``gate_dir`` (created here) at the same path inside
+    a container or pod."""
+    gate_dir.mkdir(parents=True, exist_ok=True)
+    gate_dir.chmod(0o755)
+    return f"type=bind,src={gate_dir},dst={gate_dir},readonly"
+
+
+def open_gate(gate_dir: Path) -> None:
+    """Lets every app waiting on ``gate_dir`` (:func:`gate_command`) go on."""
+    (gate_dir / "open").touch()
+
+
+def run_opening_gate(
+    cmd: list[str], env: dict[str, str], log: Path, text: str, gate_dir: Path, timeout: float = 300
+) -> tuple[int, str]:
+    """Runs ``cmd`` (output in ``log``) and opens the gate once ``text`` is in its output.
+
+    The gate also opens when the command ends first or after ``timeout`` seconds (then the
+    command is killed): the caller's assertions on the output say what went wrong. Not a timed
+    assertion: the bound only stops a hung run.
+
+    Returns:
+        The command's exit code (-9 when killed at the timeout) and its output.
+    """
+    with log.open("w") as out:
+        proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + timeout
+    try:
+        while proc.poll() is None and text not in log.read_text():
+            if time.monotonic() > deadline:
+                proc.kill()
+            time.sleep(0.1)
+        open_gate(gate_dir)
+        proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+    finally:
+        open_gate(gate_dir)
+        proc.kill()
+        code = proc.wait()
+    return code, log.read_text()

@@ -28,6 +28,7 @@ from _airflow_support import (
     state_store,
     write_dag,
 )
+from _support import gate_command, gate_mount, run_opening_gate
 
 pytestmark = [
     pytest.mark.skipif(
@@ -56,12 +57,13 @@ def runner() -> Iterator[Any]:
 # ------------------------------------------------------------------ re-attach by labels
 
 
+# the app runs until the test opens its gate (a marker file in a mounted folder)
 DOCKER_DAG = """
 with DAG("{dag_id}", schedule=None, start_date=datetime(2024, 1, 1)):
     TorchXOperator(
         task_id="job",
         component="utils.sh",
-        component_args=["--image", "{image}", "sh", "-c", "sleep 30; echo job done"],
+        component_args=["--image", "{image}", "--mounts", "{mount}", "sh", "-c", "{command}"],
         scheduler="local_docker",
         retries=2,
     )
@@ -81,7 +83,9 @@ def test_kill_9_at_any_point_leaves_exactly_one_docker_app_and_clear_runs_a_seco
 ) -> None:
     dag_id = f"crash_docker_{'after' if store_written else 'before'}"
     env = {**airflow_env, "DOCKER_HOST": os.environ["DOCKER_HOST"]}
-    dag_file = write_dag(env, DOCKER_DAG.format(dag_id=dag_id, image=BUSYBOX))
+    gate = tmp_path / "gate"
+    fields = {"mount": gate_mount(gate), "command": gate_command(str(gate), "echo job done")}
+    dag_file = write_dag(env, DOCKER_DAG.format(dag_id=dag_id, image=BUSYBOX, **fields))
     first = tmp_path / "first.log"
     try:
         if store_written:  # killed once the handle is in the task state store
@@ -95,8 +99,11 @@ def test_kill_9_at_any_point_leaves_exactly_one_docker_app_and_clear_runs_a_seco
             with state_store(env) as db:  # as if the worker died before writing the handle
                 db.execute("DELETE FROM task_state_store")
 
-        summary, output = run_logged(env, dag_argv(dag_file, dag_id, "job"), tmp_path / "retry.log")
-        task = summary["tasks"]["job"]
+        # the retry decides while the app runs; the app ends once it follows it
+        retry = dag_argv(dag_file, dag_id, "job")
+        code, output = run_opening_gate(retry, env, tmp_path / "retry.log", "-> reattach", gate)
+        assert code == 0, output[-3000:]
+        task = json.loads(output.strip().splitlines()[-1])["tasks"]["job"]
         assert task["state"] == "success", output[-3000:]
         assert task["xcom"]["return_value"]["app_handle"] == app.app_handle
         assert "-> reattach" in output and "[sh/0] job done" in output
@@ -398,7 +405,9 @@ with DAG("crash_k8s", schedule=None, start_date=datetime(2024, 1, 1)):
     TorchXOperator(
         task_id="job",
         component="utils.sh",
-        component_args=["--image", "torchx-flow/python:3.11", "sh", "-c", "sleep 20; echo done"],
+        component_args=[
+            "--image", "torchx-flow/python:3.11", "--mounts", "{mount}", "sh", "-c", "{command}"
+        ],
         scheduler="kubernetes",
         retries=2,
     )
@@ -420,7 +429,9 @@ def test_kill_9_before_the_store_write_leaves_one_kubernetes_app_in_the_connecti
         connection = json.dumps({"conn_type": "torchx", "extra": extra})
         env = {**airflow_env, "AIRFLOW_CONN_TORCHX_DEFAULT": connection}
         env.pop("KUBECONFIG", None)  # the app's namespace is known from the connection only
-        dag_file = write_dag(env, K8S_DAG)
+        gate = tmp_path / "gate"
+        fields = {"mount": gate_mount(gate), "command": gate_command(str(gate), "echo done")}
+        dag_file = write_dag(env, K8S_DAG.format(**fields))
 
         def apps() -> list[Any]:
             return find_apps(runner, "kubernetes", {"airflow-dag-id": "crash_k8s"}, cfg)
@@ -429,10 +440,10 @@ def test_kill_9_before_the_store_write_leaves_one_kubernetes_app_in_the_connecti
         (app,) = apps()
         with state_store(env) as db:  # as if the worker died before writing the handle
             db.execute("DELETE FROM task_state_store")
-        summary, output = run_logged(
-            env, dag_argv(dag_file, "crash_k8s", "job"), tmp_path / "retry.log"
-        )
-        task = summary["tasks"]["job"]
+        retry = dag_argv(dag_file, "crash_k8s", "job")
+        code, output = run_opening_gate(retry, env, tmp_path / "retry.log", "-> reattach", gate)
+        assert code == 0, output[-3000:]
+        task = json.loads(output.strip().splitlines()[-1])["tasks"]["job"]
         assert task["state"] == "success", output[-3000:]
         assert "by its labels" in output and "-> reattach" in output
         assert task["xcom"]["return_value"]["app_handle"] == app.app_handle

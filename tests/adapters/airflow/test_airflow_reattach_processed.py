@@ -29,6 +29,7 @@ from _airflow_support import (
     state_store,
     write_dag,
 )
+from _support import gate_command, gate_mount, run_opening_gate
 
 pytestmark = [
     pytest.mark.skipif(
@@ -38,12 +39,13 @@ pytestmark = [
     pytest.mark.slow,
 ]
 
+# the app runs until the test opens its gate (a marker file in a mounted folder)
 DAG_BODY = """
 with DAG("{dag_id}", schedule=None, start_date=datetime(2024, 1, 1)):
     TorchXOperator(
         task_id="job",
         component="utils.sh",
-        component_args=["--image", "{image}", "sh", "-c", "sleep {sleep}; echo job done"],
+        component_args=["--image", "{image}", "--mounts", "{mount}", "sh", "-c", "{command}"],
         scheduler="{scheduler}",
         retries=2,
     )
@@ -65,8 +67,10 @@ def runner() -> Iterator[Any]:
         yield r
 
 
-def write_job_dag(env: dict[str, str], **fields: Any) -> Path:
-    return write_dag(env, DAG_BODY.format(**fields))
+def write_job_dag(env: dict[str, str], gate: Path, **fields: Any) -> Path:
+    """The DAG of task ``job``, whose app waits for ``gate`` to open."""
+    command = gate_command(str(gate), "echo job done")
+    return write_dag(env, DAG_BODY.format(mount=gate_mount(gate), command=command, **fields))
 
 
 def argv(dag_file: Path, dag_id: str, next_try: bool = False) -> list[str]:
@@ -74,24 +78,42 @@ def argv(dag_file: Path, dag_id: str, next_try: bool = False) -> list[str]:
     return dag_argv(dag_file, dag_id, "job" if next_try else "")
 
 
-def run_next_try(env: dict[str, str], cmd: list[str], log: Path) -> tuple[dict[str, Any], str]:
-    """Empties the task state store (as if there were none), runs ``cmd``: task `job` succeeds."""
+def run_next_try(
+    env: dict[str, str], cmd: list[str], log: Path, gate: Path | None = None
+) -> tuple[dict[str, Any], str]:
+    """Empties the task state store (as if there were none), runs ``cmd``: task `job` succeeds.
+
+    With ``gate``, the gate opens once the try re-attached (the app ends while it follows).
+    """
     with state_store(env) as db:
         db.execute("DELETE FROM task_state_store")
-    summary, output = run_logged(env, cmd, log)
+    if gate is None:
+        summary, output = run_logged(env, cmd, log)
+    else:
+        code, output = run_opening_gate(cmd, env, log, "-> reattach", gate)
+        assert code == 0, output[-3000:]
+        summary = json.loads(output.strip().splitlines()[-1])
     assert summary["tasks"]["job"]["state"] == "success", output[-3000:]
     return summary["tasks"]["job"], output
 
 
 def check_one_finishing_try(
-    env: dict[str, str], dag_file: Path, dag_id: str, apps: Callable[[], list[Any]], tmp: Path
+    env: dict[str, str],
+    dag_file: Path,
+    dag_id: str,
+    apps: Callable[[], list[Any]],
+    tmp: Path,
+    gate: Path,
 ) -> None:
-    """kill -9 -> the retry re-attaches by labels; a clear (store empty) runs a second app."""
+    """kill -9 -> the retry re-attaches by labels; a clear (store empty) runs a second app.
+
+    The first app runs until the retry re-attached to it (``gate``); the second at once.
+    """
     kill_9_when(argv(dag_file, dag_id), env, tmp / "first.log", apps)
     (app,) = apps()
     assert app.state.name in ("SUBMITTED", "PENDING", "RUNNING")
 
-    task, output = run_next_try(env, argv(dag_file, dag_id, True), tmp / "retry.log")
+    task, output = run_next_try(env, argv(dag_file, dag_id, True), tmp / "retry.log", gate)
     assert "by its labels" in output and "-> reattach" in output
     assert task["xcom"]["return_value"]["app_handle"] == app.app_handle
     (seen,) = apps()  # 0 duplicates, and the try that saw it end marked it
@@ -113,14 +135,15 @@ def test_docker_clear_after_success_runs_a_second_app_without_the_store(
 
     dag_id = f"processed_docker_{uuid.uuid4().hex[:6]}"
     env = {**airflow_env, "DOCKER_HOST": os.environ["DOCKER_HOST"]}
-    fields = {"image": "torchx-flow/busybox:latest", "sleep": 25, "scheduler": "local_docker"}
-    dag_file = write_job_dag(env, dag_id=dag_id, **fields)
+    fields = {"image": "torchx-flow/busybox:latest", "scheduler": "local_docker"}
+    gate = tmp_path / "gate"
+    dag_file = write_job_dag(env, gate, dag_id=dag_id, **fields)
 
     def apps() -> list[Any]:
         return find_apps(runner, "local_docker", {"airflow-dag-id": dag_id})
 
     try:
-        check_one_finishing_try(env, dag_file, dag_id, apps, tmp_path)
+        check_one_finishing_try(env, dag_file, dag_id, apps, tmp_path, gate)
     finally:
         for found in apps():
             runner.delete(found.app_handle)
@@ -140,13 +163,14 @@ def test_kubernetes_clear_after_success_runs_a_second_app_without_the_store(
         extra = {"kubeconfig": Path(os.environ["KUBECONFIG"]).read_text(), "scheduler_cfg": cfg}
         connection = json.dumps({"conn_type": "torchx", "extra": extra})
         env = {**airflow_env, "AIRFLOW_CONN_TORCHX_DEFAULT": connection}
-        fields = {"image": "torchx-flow/python:3.11", "sleep": 30, "scheduler": "kubernetes"}
-        dag_file = write_job_dag(env, dag_id=dag_id, **fields)
+        fields = {"image": "torchx-flow/python:3.11", "scheduler": "kubernetes"}
+        gate = tmp_path / "gate"
+        dag_file = write_job_dag(env, gate, dag_id=dag_id, **fields)
 
         def apps() -> list[Any]:
             return find_apps(runner, "kubernetes", {"airflow-dag-id": dag_id}, cfg)
 
-        check_one_finishing_try(env, dag_file, dag_id, apps, tmp_path)
+        check_one_finishing_try(env, dag_file, dag_id, apps, tmp_path, gate)
 
 
 # ------------------------------------------------------------------ volcano mode
