@@ -36,6 +36,7 @@ from torchx.schedulers._docker._marks import (
     session_apps,
 )
 from torchx.schedulers._docker._opts import Opts
+from torchx.schedulers._docker._partial import check, submission_labels
 from torchx.schedulers._docker._request import (
     LABEL_APP_ID,
     LABEL_APP_NAME,
@@ -75,6 +76,7 @@ from torchx.specs.api import (
     AppState,
     is_terminal,
 )
+from torchx.util.host import process_ident
 from torchx.workspace.docker_workspace import DockerWorkspaceMixin
 
 if TYPE_CHECKING:
@@ -134,6 +136,16 @@ def ensure_network(client: Optional[Any] = None, network: Optional[str] = None) 
         network: the network name.
     """
     _engine(client).ensure_network(network or NETWORK, {LABEL_VERSION: _version()})
+
+
+def _role_replicas(job: DockerJob) -> list[tuple[str, int]]:
+    """``(role, replicas)`` of the job's containers, in role order."""
+    counts: dict[tuple[int, str], int] = {}
+    for c in job.containers:
+        labels = c.kwargs.get("labels", {})
+        key = (int(labels.get(LABEL_ROLE_INDEX, 0)), labels.get(LABEL_ROLE_NAME, ""))
+        counts[key] = counts.get(key, 0) + 1
+    return [(role, n) for (_, role), n in sorted(counts.items())]
 
 
 def _version() -> str:
@@ -205,8 +217,10 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, Any]]):
                 self._engine.ensure_image(image)
         labels = {LABEL_VERSION: _version(), LABEL_APP_ID: job.app_id}
         self._engine.ensure_network(job.network, labels)
+        stamp = submission_labels(_role_replicas(job), process_ident(), time.time())
         try:
             for container in job.containers:
+                container.kwargs["labels"] = {**container.kwargs.get("labels", {}), **stamp}
                 self._engine.run(container)
         except BaseException:
             self._remove_app(job.app_id)
@@ -231,6 +245,9 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, Any]]):
         state = app_state(states, cancelled=app_id in cancelled)
         resp = DescribeAppResponse(app_id=app_id, state=state, num_restarts=0)
         resp.msg = failure_msg(infos, states)
+        partial = None if app_id in cancelled else check([i for _, i in infos], time.time())
+        if partial is not None and state != AppState.FAILED:
+            resp.state, resp.msg = partial.state(state), partial.msg()
         resp.roles, resp.roles_statuses = roles_from_containers(infos, states)
         resp.metadata = {**dict(infos[0][1].labels), **added.get(app_id, {})}
         resp.num_restarts = sum(
@@ -246,7 +263,8 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, Any]]):
         """
         infos = self._infos(app_id)
         states = [container_state(i.status, i.exit_code) for _, i in infos]
-        if AppState.FAILED not in states:
+        partial = check([i for _, i in infos], time.time())
+        if AppState.FAILED not in states and not (partial and partial.failed):
             return
         live = [cid for (cid, _), s in zip(infos, states, strict=True) if not is_terminal(s)]
         self._engine.stop(live, self._grace_period)

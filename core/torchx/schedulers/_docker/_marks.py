@@ -12,6 +12,11 @@ import hashlib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from torchx.schedulers._docker._partial import (
+    LABEL_ROLE_REPLICAS,
+    LABEL_SUBMITTED_AT,
+    LABEL_SUBMITTER,
+)
 from torchx.schedulers._docker._request import (
     LABEL_APP_ID,
     LABEL_APP_NAME,
@@ -59,10 +64,20 @@ def container_infos(engine: DockerEngine, app_id: str) -> list[tuple[str, Contai
             session=labels.get(LABEL_SESSION, ""),
             retries=int(labels.get(LABEL_MAX_RETRIES, 0)),
             labels=tuple(sorted(app_labels(labels).items())),
+            role_replicas=labels.get(LABEL_ROLE_REPLICAS, ""),
+            submitter=labels.get(LABEL_SUBMITTER, ""),
+            submitted_at=_float(labels.get(LABEL_SUBMITTED_AT, "")),
         )
         infos.append((r["id"], info))
     infos.sort(key=lambda t: (t[1].role_index, t[1].replica_id))
     return infos
+
+
+def _float(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        return 0.0
 
 
 def is_cancelled(engine: DockerEngine, app_id: str) -> bool:

@@ -42,6 +42,12 @@ class ContainerInfo:
     retries: int = 0
     labels: tuple[tuple[str, str], ...] = ()
     """The app labels (``torchx.schedulers.labels``) the container carries."""
+    role_replicas: str = ""
+    """``role=n,...`` of the whole app, recorded at submission (``_partial``)."""
+    submitter: str = ""
+    """The submitting process (``torchx.util.host.process_ident``)."""
+    submitted_at: float = 0.0
+    """When submission started (seconds since the epoch)."""
 
 
 def container_state(status: str, exit_code: int) -> AppState:

@@ -4,27 +4,9 @@ from __future__ import annotations
 
 import os
 
+from torchx.util.host import BOOT_ID_FILE, host_placement
+
 __all__ = ["BOOT_ID_FILE", "children", "host_placement"]
-
-BOOT_ID_FILE = "/proc/sys/kernel/random/boot_id"
-"""The kernel's id of the current boot (Linux): it changes when the host reboots."""
-
-
-def host_placement() -> str:
-    """Returns ``host:<hostname>/<boot id>``: where this process's ``local_cwd`` apps live.
-
-    No PID-namespace part: a container restarted on the same host (same hostname, same boot)
-    keeps it, and its apps' supervisors are still there to find. Without a boot id (not
-    Linux) the part after ``/`` is empty.
-    """
-    import socket
-
-    try:
-        with open(BOOT_ID_FILE) as f:
-            boot_id = f.read().strip()
-    except OSError:
-        boot_id = ""
-    return f"host:{socket.gethostname()}/{boot_id}"
 
 
 def children(pid: int) -> list[int]:
