@@ -249,24 +249,27 @@ class _Tee:
 class recording:
     """Stores what the block prints to stdout as section ``name`` when it ends normally.
 
+    Nothing is stored when the block wrote to stderr (a warning must show on every run).
+
     Args:
         name: the section (see :func:`output_section`).
     """
 
     def __init__(self, name: str) -> None:
         self._name = name
-        self._tee: _Tee | None = None
+        self._tees: tuple[_Tee, _Tee] | None = None
 
     def __enter__(self) -> None:
-        self._tee = _Tee(sys.stdout)
-        sys.stdout = self._tee
+        self._tees = (_Tee(sys.stdout), _Tee(sys.stderr))
+        sys.stdout, sys.stderr = self._tees
 
     def __exit__(self, kind: object, error: object, tb: object) -> None:
-        tee, self._tee = self._tee, None
-        assert tee is not None
-        sys.stdout = tee._out
-        if kind is None:
-            store(self._name, "".join(tee.parts), module_dependencies())
+        tees, self._tees = self._tees, None
+        assert tees is not None
+        out, err = tees
+        sys.stdout, sys.stderr = out._out, err._out
+        if kind is None and not err.parts:
+            store(self._name, "".join(out.parts), module_dependencies())
 
 
 def _builtins_text(names: list[str]) -> str:

@@ -142,3 +142,25 @@ def test_the_cache_holds_no_environment_value(monkeypatch: pytest.MonkeyPatch) -
 def test_failed_or_other_commands_store_nothing(args: list[str]) -> None:
     assert torchx(*args).returncode != 0
     assert all("section runopts" not in f.read_text() for f in _cache_files())
+
+
+def test_output_with_a_warning_on_stderr_is_not_stored(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "warnsched.py").write_text(
+        "import sys\n"
+        "from torchx.schedulers.local_scheduler import create_scheduler as _create\n\n"
+        "def create_scheduler(session_name, **kwargs):\n"
+        "    print('warnsched: this scheduler is deprecated', file=sys.stderr)\n"
+        "    return _create(session_name, **kwargs)\n"
+    )
+    write_dist(
+        site, "warnsched", {"torchx.schedulers": {"warnsched": "warnsched:create_scheduler"}}
+    )
+    _backdate(site)
+    env = {"PYTHONPATH": str(site)}
+    for _ in range(2):  # the warning shows on every run: nothing stored that would hide it
+        proc = torchx("runopts", "warnsched", env=env)
+        assert proc.returncode == 0, proc.stderr
+        assert "deprecated" in proc.stderr and "usage:" in proc.stdout
+    assert all("section runopts warnsched" not in f.read_text() for f in _cache_files())
