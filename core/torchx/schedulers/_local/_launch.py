@@ -168,8 +168,9 @@ def launch(request: PopenRequest) -> _LocalAppDef:
         control.close()
         if lifeline_r is not None:
             os.close(lifeline_r)
-    if not _blocks:  # the next app of this process finds its supervisor waiting
-        _spare.replenish(_IMPORT_ROOT)
+    if not _blocks:  # the next app of this process finds its supervisor waiting; started
+        # by a thread: the fork is off this launch's path
+        _thread.start_new_thread(_spare.replenish, (_IMPORT_ROOT,))
     app = LocalApp(app_dir, data)
     return _LocalAppDef(request.app_id, request.log_dir, app, supervisor, lifeline_w)
 
@@ -193,7 +194,11 @@ def _prestarted(
 
 
 @contextlib.contextmanager
-def prestarted_supervisor(enabled: bool = True) -> Iterator[None]:
+def prestarted_supervisor(
+    enabled: bool = True,
+    env_allow: Optional[list[str]] = None,
+    env_drop: Optional[list[str]] = None,
+) -> Iterator[None]:
     """Starts a supervisor now for the next ``local_cwd`` app this process launches.
 
     An app's start latency is mostly its supervisor's interpreter start. Wrap the work that
@@ -202,17 +207,21 @@ def prestarted_supervisor(enabled: bool = True) -> Iterator[None]:
     the waiting supervisor. One that is not used (the launch went elsewhere or failed) is
     stopped when the block exits. A change of ``os.environ`` inside the block makes the
     launch start a fresh supervisor, as the replicas inherit the supervisor's environment;
-    so does the ``env_allow`` run option (the spare holds the whole environment). Outside
+    so does an ``env_allow``/``env_drop`` run option other than the block's (the spare starts
+    with the environment they leave, and holds nothing else: the Airflow operator passes
+    the ones it will launch with). Outside
     such blocks a process that launched an app keeps a spare for its next one (a *warm*
     spare, ``_spare.replenish``); inside them it does not (a ``torchx run`` exits after its
     app).
 
     Args:
         enabled: False makes the block do nothing (e.g. when the app will not be local).
+        env_allow: the ``env_allow`` run option the app will be launched with (None: none).
+        env_drop: its ``env_drop`` run option.
     """
     global _blocks
     if enabled:
-        _spare.prestart(_IMPORT_ROOT)
+        _spare.prestart(_IMPORT_ROOT, allowed_env(dict(os.environ), env_allow, env_drop))
         _blocks += 1
     try:
         yield

@@ -29,6 +29,8 @@ from torchx.schedulers.local_scheduler import LocalScheduler
 sched = LocalScheduler("warm", state_dir=sys.argv[1])
 role = specs.Role("main", image=os.getcwd(), entrypoint="true")
 app_id = sched.schedule(sched.submit_dryrun(specs.AppDef("warm", roles=[role]), {}))
+while _spare._warm is None:
+    time.sleep(0.01)
 print(_spare._warm.process.pid, flush=True)
 time.sleep(60)
 """
@@ -37,6 +39,9 @@ time.sleep(60)
 @pytest.fixture(autouse=True)
 def _no_warm_spare_left() -> Iterator[None]:
     yield
+    deadline = time.monotonic() + 1.0  # a spare the last launch's thread is still starting
+    while _spare._warm is None and time.monotonic() < deadline:
+        time.sleep(0.02)
     spare = _spare.take_warm()
     if spare is not None:
         spare.discard()
@@ -76,6 +81,15 @@ def _ended(scheduler: LocalScheduler, app_id: str) -> specs.AppState:
     return desc.state
 
 
+def _warm_spare() -> _spare.Spare:
+    """The warm spare, once the thread that starts it after a launch has started it."""
+    deadline = time.monotonic() + 10
+    while (warm := _spare._warm) is None:
+        assert time.monotonic() < deadline, "no warm spare after a launch outside a block"
+        time.sleep(0.01)
+    return warm
+
+
 def _gone(pid: int, timeout: float = 10.0) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -89,12 +103,11 @@ def test_the_next_app_runs_under_the_supervisor_started_after_the_first(
     scheduler: LocalScheduler, tmp_path: Path
 ) -> None:
     first = _launch(scheduler, "echo one")
-    warm = _spare._warm
-    assert warm is not None, "no warm spare after a launch outside a block"
+    warm = _warm_spare()
     assert _supervisor_pid(scheduler, first, tmp_path) != warm.process.pid
     second = _launch(scheduler, "echo two")
     assert _supervisor_pid(scheduler, second, tmp_path) == warm.process.pid
-    assert _spare._warm is not None and _spare._warm is not warm  # one for the next app
+    assert _warm_spare() is not warm  # one for the next app
     assert _ended(scheduler, first) == _ended(scheduler, second) == specs.AppState.SUCCEEDED
     assert list(scheduler.log_iter(second, "main", 0)) == ["two\n"]
 
@@ -102,16 +115,16 @@ def test_the_next_app_runs_under_the_supervisor_started_after_the_first(
 def test_no_warm_spare_inside_a_prestarted_block(scheduler: LocalScheduler) -> None:
     with prestarted_supervisor():
         app_id = _launch(scheduler, "true")
-        assert _spare._warm is None  # the block's caller launches once (torchx run)
     assert _ended(scheduler, app_id) == specs.AppState.SUCCEEDED
+    time.sleep(0.5)  # a warm spare would have been started by now
+    assert _spare._warm is None  # the block's caller launches once (torchx run)
 
 
 def test_an_environment_change_is_not_run_by_the_warm_spare(
     scheduler: LocalScheduler, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _launch(scheduler, "true")
-    warm = _spare._warm
-    assert warm is not None
+    warm = _warm_spare()
     monkeypatch.setenv("TORCHX_WARM_TEST", "changed")
     app_id = _launch(scheduler, "echo $TORCHX_WARM_TEST")
     assert _supervisor_pid(scheduler, app_id, tmp_path) != warm.process.pid
