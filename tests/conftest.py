@@ -36,7 +36,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Arms ``_golden.REGENERATE`` for ``--regen-goldens``; CI never rewrites a golden file."""
+    """Arms ``_golden.REGENERATE`` for ``--regen-goldens``; CI never rewrites a golden file.
+
+    Under ``--dist loadgroup`` xdist hands the groups out in collection order (set by
+    :func:`pytest_collection_modifyitems`), not sorted by size.
+    """
+    if _loadgroup(config) and hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
     if config.getoption("--regen-goldens"):
         if in_ci():
             raise pytest.UsageError("--regen-goldens is refused under CI=true")
@@ -120,8 +126,17 @@ def pytest_make_collect_report(
     return report
 
 
-_STACK_MODULES = ("test_dags_celery", "test_dags_compose")
-"""Modules (name prefixes) that run a whole Airflow stack: one at a time (ports, CPU)."""
+_STACK_GROUPS = (
+    ("test_dags_celery_faults", "stack2"),
+    ("test_dags_compose", "stack2"),
+    ("test_dags_celery", "stack"),
+)
+"""Modules (name prefixes) that run a whole Airflow stack, and their group: two groups, so at
+most two stacks run at a time (CPU), each on free loopback ports and its own namespace, about
+as long as each other (the Celery tests + lineage; the fault tests + docker-compose.yml)."""
+
+_FIRST = ("stack", "stack2", "k8s", "k8s_current", "slurm", "kfp_local")
+"""The longest groups, handed to the workers first (longest first), the stacks at once."""
 
 _KFP_DIRS = ("pipelines", "kfp")
 """Test folders whose ``docker`` tests run kfp.local containers (tests/pipelines, adapters/kfp)."""
@@ -130,13 +145,14 @@ _KFP_DIRS = ("pipelines", "kfp")
 def _xdist_group(item: pytest.Item) -> str:
     """The ``pytest-xdist`` group of a test: tests of one group run one after another.
 
-    Whole Airflow stacks share one group; the tests of each shared engine or cluster share
-    theirs (the single-node cluster, the local Slurm); every other module is a group of its
-    own (its module-scoped fixtures start once).
+    The modules of whole Airflow stacks share one of two groups (:data:`_STACK_GROUPS`); the
+    tests of each shared engine or cluster share theirs (the single-node cluster, the local
+    Slurm); every other module is a group of its own (its module-scoped fixtures start once).
     """
     module = item.path.stem
-    if module.startswith(_STACK_MODULES):
-        return "stack"
+    for prefix, group in _STACK_GROUPS:
+        if module.startswith(prefix):
+            return group
     # kfp.local's DockerRunner containers: test_kfp_local checks that none is left behind
     if item.get_closest_marker("docker") is not None and item.path.parent.name in _KFP_DIRS:
         return "kfp_local"
@@ -146,8 +162,37 @@ def _xdist_group(item: pytest.Item) -> str:
     return str(item.path)
 
 
+def _loadgroup(config: pytest.Config) -> bool:
+    return bool(config.pluginmanager.hasplugin("xdist")) and (
+        config.getoption("dist", "no") == "loadgroup"
+    )
+
+
+@pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under ``pytest -n N --dist loadgroup`` puts each test in its group (:func:`_xdist_group`)."""
-    if config.pluginmanager.hasplugin("xdist") and config.getoption("dist", "no") == "loadgroup":
-        for item in items:
-            item.add_marker(pytest.mark.xdist_group(_xdist_group(item)))
+    """Under ``pytest -n N --dist loadgroup`` puts each test in its group (:func:`_xdist_group`)
+    and orders the groups as the workers get them: the longest first (:data:`_FIRST`), then
+    the groups with the most ``slow`` tests, then the most tests. Tests of a group keep
+    their order. xdist's own reordering (by size only) is off (:func:`pytest_configure`):
+    it handed the stacks out after a dozen unit-test modules and the cluster tiers, so they
+    started minutes late and bounded the run.
+    """
+    if not _loadgroup(config):
+        return
+    groups = {item: _xdist_group(item) for item in items}
+    size: dict[str, int] = {}
+    slow: dict[str, int] = {}
+    first_seen: dict[str, int] = {}
+    for index, item in enumerate(items):
+        group = groups[item]
+        size[group] = size.get(group, 0) + 1
+        slow[group] = slow.get(group, 0) + (item.get_closest_marker("slow") is not None)
+        first_seen.setdefault(group, index)
+
+    def dispatch(group: str) -> tuple[int, int, int, int]:
+        rank = _FIRST.index(group) if group in _FIRST else len(_FIRST)
+        return rank, -slow[group], -size[group], first_seen[group]
+
+    items.sort(key=lambda item: dispatch(groups[item]))
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(groups[item]))
