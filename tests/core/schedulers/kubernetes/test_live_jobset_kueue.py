@@ -87,27 +87,37 @@ def wait_state(sched: Any, app_id: str, done: Any = is_terminal, timeout: float 
     return wait_until(f"{app_id} to reach the expected state", check, timeout)
 
 
-# rank 0 accepts one connection from every other replica on port 29500; the others reach it by
+# rank 0 listens on port 29500 until every other replica has said hello (a peer whose nc reported
+# a failure after its line arrived says it again: duplicates are dropped), prints what it got, and
+# keeps accepting for 15 s more so such a late repeat still connects; the others reach it by
 # TORCHX_RANK0_HOST (the JobSet's headless Service name, resolved by CoreDNS)
-RANK0 = 'echo "rank0 $TORCHX_REPLICA_ID"; for i in $(seq 1 {peers}); do nc -l -p 29500; done'
+RANK0 = (
+    'echo "rank0 $TORCHX_REPLICA_ID"; : > /tmp/got; '
+    'until [ "$(sort -u /tmp/got | wc -l)" -ge {peers} ]; do nc -l -p 29500 >> /tmp/got; done; '
+    "sort -u /tmp/got; (while :; do nc -l -p 29500 > /dev/null; done) & sleep 15"
+)
 PEER = (
-    'echo "peer $TORCHX_REPLICA_ID"; n=0; '
-    'until echo "hello from $TORCHX_REPLICA_ID" | nc -w 2 "$TORCHX_RANK0_HOST" 29500; do '
+    'echo "peer {role} $TORCHX_REPLICA_ID"; n=0; '
+    'until echo "hello from {role} $TORCHX_REPLICA_ID" | nc -w 2 "$TORCHX_RANK0_HOST" 29500; do '
     'n=$((n+1)); [ $n -gt 120 ] && exit 3; sleep 1; done; echo "reached $TORCHX_RANK0_HOST"'
 )
 
 
 def test_jobset_2x2_rank0_by_dns_logs_list_cancel_delete(sched: Any, ns: str) -> None:
-    script = f'if [ "$TORCHX_REPLICA_ID" = 0 ]; then {RANK0.format(peers=3)}; else {PEER}; fi'
-    app = AppDef("ddp", [role("trainer", script, 2), role("worker", PEER, 2)])
+    trainer_peer = PEER.format(role="trainer")
+    script = (
+        f'if [ "$TORCHX_REPLICA_ID" = 0 ]; then {RANK0.format(peers=3)}; else {trainer_peer}; fi'
+    )
+    app = AppDef("ddp", [role("trainer", script, 2), role("worker", PEER.format(role="worker"), 2)])
     app_id = sched.submit(app, cfg(ns))
     name = app_id.split(":", 1)[1]
     desc = wait_state(sched, app_id)
     assert desc.state == AppState.SUCCEEDED, desc
     lines = "".join(sched.log_iter(app_id, "trainer", 0))
-    assert "hello from 1" in lines and "hello from 0" in lines  # trainer 1 and worker 0, 1
+    for peer in ("trainer 1", "worker 0", "worker 1"):
+        assert f"hello from {peer}" in lines, lines
     worker1 = "".join(sched.log_iter(app_id, "worker", 1))
-    assert f"reached {name}-trainer-0-0.{name}" in worker1 and "peer 1" in worker1
+    assert f"reached {name}-trainer-0-0.{name}" in worker1 and "peer worker 1" in worker1
     assert [r.id for r in desc.roles_statuses[1].replicas] == [0, 1]
 
     def listed() -> Any:  # list reads the JobSet's own counts, written a moment later
