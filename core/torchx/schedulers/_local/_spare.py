@@ -35,14 +35,17 @@ class Spare:
 
     Args:
         import_root: the directory ``torchx`` is imported from.
+        environ: the environment it starts with (None: this process's); an app whose
+            supervisor needs another one is declined (:meth:`assign`).
     """
 
-    def __init__(self, import_root: str) -> None:
+    def __init__(self, import_root: str, environ: Optional[Mapping[str, str]] = None) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             cmd = [sys.executable, "-I", "-S", "-c", _SPARE_MAIN, import_root]
             self.process = subprocess.Popen(
                 [*cmd, "--channel-fd", str(theirs.fileno())],
+                env=None if environ is None else dict(environ),
                 pass_fds=[theirs.fileno()],
                 start_new_session=True,
                 stdin=subprocess.DEVNULL,
@@ -58,7 +61,7 @@ class Spare:
         self._owner = os.getpid()  # a forked child must not hand its apps to our spare
         # the replicas inherit the supervisor's environment: a spare started before a change
         # of os.environ would hand them the old one
-        self._environ = dict(os.environ)
+        self._environ = dict(os.environ if environ is None else environ)
         # reaps the spare once it exits (no zombie), as for a supervisor started per app
         _thread.start_new_thread(self.process.wait, ())
 
@@ -97,12 +100,12 @@ class Spare:
         self.process.wait()
 
 
-def prestart(import_root: str) -> None:
-    """Starts this process's spare supervisor, unless one is waiting already."""
+def prestart(import_root: str, environ: Optional[Mapping[str, str]] = None) -> None:
+    """Starts this process's spare supervisor (with ``environ``), unless one is waiting."""
     global _spare
     with _lock:
         if _spare is None:
-            _spare = Spare(import_root)
+            _spare = Spare(import_root, environ)
 
 
 def take() -> Optional[Spare]:
@@ -146,6 +149,26 @@ def replenish(import_root: str) -> None:
             _warm = spare
     if not kept:  # another thread was quicker
         spare.discard()
+    elif not _at_exit:
+        _register_at_exit()
+
+
+_at_exit = False
+
+
+def _register_at_exit() -> None:
+    global _at_exit
+    import atexit
+
+    _at_exit = True
+    atexit.register(_close_warm)
+
+
+def _close_warm() -> None:
+    """At exit: closes the warm spare's channel (EOF: it exits with nothing done)."""
+    spare = take_warm()
+    if spare is not None:
+        spare._channel.close()
 
 
 def take_warm() -> Optional[Spare]:
