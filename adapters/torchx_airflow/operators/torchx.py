@@ -37,6 +37,8 @@ from torchx_airflow._reattach import check_on_other_host
 from torchx_airflow.version_compat import BaseOperator, Context, TaskDeferred, default_deferrable
 
 if TYPE_CHECKING:
+    from contextlib import ExitStack
+
     from torchx.runner.launch import PerRole
     from torchx.specs.api import AppDef
     from torchx_airflow._manager import AppManager
@@ -118,6 +120,7 @@ class TorchXOperator(LineageMixin, BaseOperator):
         "scheduler_cfg": "json",
     }
     ui_color = "#f6d2c8"
+    shallow_copy_attrs: Sequence[str] = ("_spare",)  # an open block, not to be copied
 
     def __init__(
         self,
@@ -180,6 +183,7 @@ class TorchXOperator(LineageMixin, BaseOperator):
         self.startup_timeout = startup_timeout
         self.transient_timeout = float(transient_timeout)
         self._manager: Optional[AppManager] = None
+        self._spare: Optional[ExitStack] = None  # the block of a prestarted supervisor
 
     @property
     def app_handle(self) -> Optional[str]:
@@ -209,14 +213,52 @@ class TorchXOperator(LineageMixin, BaseOperator):
 
     # ------------------------------------------------------------------ execute
 
+    def render_template_fields(self, context: Context, jinja_env: Any = None) -> None:
+        """Starts a local app's supervisor (:meth:`_prestart`), then renders the fields."""
+        self._prestart(context)
+        super().render_template_fields(context, jinja_env)
+
+    def _prestart(self, context: Context) -> None:
+        """Starts the supervisor of the ``local_cwd`` app ``execute`` will launch, at once.
+
+        An app's start latency is mostly its supervisor's interpreter start: begun here, it
+        overlaps the rendering, Airflow's API calls before ``execute``, the connection read
+        and the dry run. Only before a first ``execute`` (not on a resume from deferral) and
+        when ``env_allow`` is not a template (``execute`` starts it otherwise).
+        """
+        ti = context.get("ti")
+        if getattr(ti, "next_method", None) or any("{{" in str(p) for p in self.env_allow):
+            return
+        if getattr(self, "_spare", None) is None:  # rendered twice: one block
+            self._spare = self._spare_block()
+
+    def _spare_block(self) -> ExitStack:
+        """An open ``prestarted_supervisor`` block for a ``local_cwd`` app (else empty).
+
+        The supervisor starts with the environment the launch leaves it (the default
+        allow-list and this task's ``env_allow``, Airflow's secrets dropped); a connection
+        that allows or drops more makes the launch start its own instead. Closing the block
+        stops a supervisor left unused.
+        """
+        from contextlib import ExitStack
+
+        block = ExitStack()
+        if self.scheduler in (None, "local_cwd"):
+            from torchx.schedulers.local_scheduler import prestarted_supervisor
+            from torchx_airflow._runopts import AIRFLOW_SECRET_ENV, env_allow_list
+
+            allow, drop = env_allow_list(self.env_allow), list(AIRFLOW_SECRET_ENV)
+            block.enter_context(prestarted_supervisor(env_allow=allow, env_drop=drop))
+        return block
+
     def execute(self, context: Context) -> Any:
         """Launches (or re-attaches to) the app, then waits for it or defers."""
-        from torchx.schedulers.local_scheduler import prestarted_supervisor
         from torchx_airflow._manager import AppManager
 
         mgr = self._manager = AppManager(self, context)
-        # a local app's supervisor starts while the connection is read and the app is built
-        with prestarted_supervisor(self.scheduler in (None, "local_cwd")):
+        spare = getattr(self, "_spare", None) or self._spare_block()
+        self._spare = None
+        with spare:  # the supervisor started meanwhile runs the app (or is stopped)
             started = mgr.find_or_launch()
         if started.status is not None and started.status.is_terminal():
             from torchx.runner.follow import FollowResult

@@ -139,6 +139,30 @@ def test_a_spare_supervisor_with_the_full_environment_is_not_used(
         runner.wait(handle, wait_interval=60)
 
 
+def test_a_spare_started_with_the_apps_env_allow_runs_it_without_the_secret(
+    runner: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Airflow operator's case: the block is given the env_allow the launch will use."""
+    from torchx.schedulers._local import _spare
+    from torchx.schedulers.local_scheduler import prestarted_supervisor
+
+    monkeypatch.setenv("FAKE_API_TOKEN", SECRET)
+    monkeypatch.setenv("FAKE_KEEP_ME", "kept")
+    with prestarted_supervisor(env_allow=["FAKE_KEEP*"]):
+        spare = _spare._spare
+        assert spare is not None
+        handle = _launch(runner, "env_allow=FAKE_KEEP*")
+    try:
+        replica, supervisor = _running_pids(runner, handle)
+        assert supervisor == spare.process.pid  # the spare ran it: no second interpreter start
+        for pid in (supervisor, replica):
+            env = _environ(pid)
+            assert "FAKE_API_TOKEN" not in env and env.get("FAKE_KEEP_ME") == "kept"
+    finally:
+        runner.cancel(handle)
+        runner.wait(handle, wait_interval=60)
+
+
 def test_env_allow_is_recorded_as_patterns_only(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FAKE_API_TOKEN", SECRET)
     with get_runner() as runner:
