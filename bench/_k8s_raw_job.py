@@ -29,18 +29,35 @@ def echo_job(name: str, image: str) -> Any:
     return k8s.V1Job(metadata=k8s.V1ObjectMeta(name=name), spec=spec)
 
 
+def torchx_job(name: str, namespace: str, image: str) -> Any:
+    """The Job ``torchx run -s kubernetes utils.echo`` creates (its pod spec: /dev/shm volume,
+    resources, hostname/subdomain, env), renamed ``name``: the pod's own cost apart from the
+    CLI's (no Service is created, nothing of torchx runs while it is polled)."""
+    from torchx.components.utils import echo
+    from torchx.schedulers.kubernetes_scheduler import create_scheduler
+
+    cfg = {"mode": "plain", "namespace": namespace, "image_pull_policy": "IfNotPresent"}
+    cfg["validate_spec"] = False
+    info = create_scheduler("bench").submit_dryrun(echo(image=image), cfg)
+    job = info.request.resource.jobs[0]
+    job.metadata.name = name
+    job.metadata.labels = job.spec.template.metadata.labels = {"bench": name}
+    return job
+
+
 def _complete(job: Any) -> bool:
     conditions = (job.status.conditions if job.status else None) or []
     return any(c.type == "Complete" and c.status == "True" for c in conditions)
 
 
-def run_job(api: Any, namespace: str, image: str) -> dict[str, Any]:
+def run_job(api: Any, namespace: str, image: str, same_pod: bool = False) -> dict[str, Any]:
     """Creates the Job, polls it (and its pod) every 0.1 s until Complete.
 
     Args:
         api: an ``ApiClient``.
         namespace: where to create it.
         image: the container image.
+        same_pod: the CLI's Job (:func:`torchx_job`) instead of a bare ``echo`` one.
 
     Returns:
         ``{"name", "pod", "done"}``: seconds from the create to the pod's Succeeded phase
@@ -50,8 +67,9 @@ def run_job(api: Any, namespace: str, image: str) -> dict[str, Any]:
 
     batch, core = k8s.BatchV1Api(api), k8s.CoreV1Api(api)
     name = "raw-echo-" + uuid.uuid4().hex[:8]
+    job = torchx_job(name, namespace, image) if same_pod else echo_job(name, image)
     start = time.perf_counter()
-    batch.create_namespaced_job(namespace, echo_job(name, image))
+    batch.create_namespaced_job(namespace, job)
     pod_done = None
     while True:
         job = batch.read_namespaced_job_status(name, namespace)

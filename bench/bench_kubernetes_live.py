@@ -5,9 +5,11 @@ process, ``mode=plain``, the local busybox image used as present) beside a raw `
 Job running ``echo`` in the same image, created with the kubernetes client and polled every
 0.1 s until its ``Complete`` condition (``bench/_k8s_raw_job.py``): once from this process
 (a warm client: create -> Complete), once as a fresh interpreter like the CLI (process start
--> exit). Rounds are interleaved; figures are medians. A second table says where the CLI's time
-goes, from the same runs under ``bench/_k8s_cli_trace.py`` (timestamps of the kubernetes
-import, the kubeconfig load and every API request: nothing of the CLI changes).
+-> exit), and once more from this process with the Job the CLI creates (its pod spec: the
+``/dev/shm`` memory volume, resources, hostname), which tells the pod's cost from the CLI's.
+Rounds are interleaved; figures are medians. A second table says where the CLI's time goes,
+from the same runs under ``bench/_k8s_cli_trace.py`` (timestamps of the kubernetes import,
+the kubeconfig load and every API request: nothing of the CLI changes).
 
 ``--pods``: the older table, submit -> RUNNING / SUCCEEDED of 1 and 8 pods (one role, N
 replicas of ``sh -c 'sleep 1'`` on ``torchx-flow/python:3.11``, ``rank0_address=pod_ip``:
@@ -136,7 +138,8 @@ def cli_table(kubeconfig: str, label: str, rounds: int) -> None:
     api = config.new_client_from_config(config_file=kubeconfig)
     with tempfile.TemporaryDirectory(prefix="bench_k8s_") as tmp, namespace(api) as ns:
         env = {**os.environ, "KUBECONFIG": kubeconfig, "TORCHX_HOME": f"{tmp}/home"}
-        t: dict[str, list[float]] = {k: [] for k in ("cli", "traced", "raw", "pod", "raw_p")}
+        kinds = ("cli", "traced", "raw", "pod", "raw_p", "same")
+        t: dict[str, list[float]] = {k: [] for k in kinds}
         traces = []
         for i in range(rounds + 1):  # round 0 warms the node (image, caches): not counted
             cli = run_cli(ns, env, tmp)
@@ -144,7 +147,9 @@ def cli_table(kubeconfig: str, label: str, rounds: int) -> None:
             traced = run_cli(ns, env, tmp, trace)
             raw = run_job(api, ns, BUSYBOX)
             raw_p, _ = run_raw_process(ns, env, tmp)
+            same = run_job(api, ns, BUSYBOX, same_pod=True)
             if i:
+                t["same"].append(same["done"])
                 t["cli"].append(cli)
                 t["traced"].append(traced)
                 t["raw"].append(raw["done"])
@@ -160,8 +165,10 @@ def cli_table(kubeconfig: str, label: str, rounds: int) -> None:
         ["raw Job, warm client: create -> Complete seen", f"{med['raw']:.2f} s"],
         ["- create -> pod Succeeded seen", f"{med['pod']:.2f} s"],
         ["raw Job script (process: imports, config, create -> Complete)", f"{med['raw_p']:.2f} s"],
+        ["raw Job with the CLI's pod spec, warm: create -> Complete", f"{med['same']:.2f} s"],
         ["CLI - raw Job, warm client (goal <= 0.3 s)", f"{med['cli'] - med['raw']:+.2f} s"],
         ["CLI - raw Job script", f"{med['cli'] - med['raw_p']:+.2f} s"],
+        ["CLI - raw Job with the CLI's pod spec", f"{med['cli'] - med['same']:+.2f} s"],
     ]
     print(f"Kubernetes {label}, plain mode, median of {rounds} interleaved rounds")
     print(tabulate(rows, headers=["", "seconds"]))
