@@ -18,6 +18,7 @@ from torchx.runner._follow_logs import LogStreams, Replica, read_tail, replica_k
 from torchx.runner._follow_result import FollowResult
 from torchx.runner._follow_transient import (
     SchedulerUnreachableError,
+    is_transient,
     retry_transient,
     unreachable,
 )
@@ -155,6 +156,25 @@ class FollowCore:
                 self._transient_timeout,
             )
         return action
+
+    def _status_read(self, status: Optional[AppStatus]) -> Action:
+        """A status call's answer: fed to the engine, handed to ``on_status`` when it changed."""
+        action = self._status_seen(status, time.monotonic())
+        if action.notify and self._on_status is not None and status is not None:
+            self._on_status(status)
+        return action
+
+    def _status_failed(self, error: Exception) -> Action:
+        """A status call raised: a transient error counts toward the bound, others propagate."""
+        if not is_transient(error):
+            raise error
+        return self._call_failed(error, time.monotonic())
+
+    def _fail_fast_failed(self, error: Exception) -> None:
+        """``enforce_fail_fast`` raised: retried at the next poll if transient, else propagated."""
+        if not is_transient(error):
+            raise error
+        self.engine.fail_fast_failed()
 
     def _unreachable(self) -> SchedulerUnreachableError:
         error = self.engine.last_error or RuntimeError("no answer")

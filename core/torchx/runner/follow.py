@@ -241,19 +241,13 @@ class Follower(FollowCore):
         try:
             status = self.runner.status(self.app_handle)
         except Exception as e:
-            if not is_transient(e):
-                raise
-            return self._call_failed(e, time.monotonic())
-        action = self._status_seen(status, time.monotonic())
-        if action.notify and self._on_status is not None and status is not None:
-            self._on_status(status)
+            return self._status_failed(e)
+        action = self._status_read(status)
         if action.fail_fast:
             try:
                 self.runner.enforce_fail_fast(self.app_handle)
             except Exception as e:
-                if not is_transient(e):
-                    raise
-                self.engine.fail_fast_failed()
+                self._fail_fast_failed(e)
         return action
 
     def _wait_for_change(self, seconds: float) -> None:
