@@ -159,19 +159,26 @@ def cli_table(kubeconfig: str, label: str, rounds: int) -> None:
                     traces.append(json.load(f))
     api.close()
     med = {k: _median(v) for k, v in t.items()}
+    mean = {k: statistics.mean(v) for k, v in t.items()}
+
+    def row(text: str, key: str, minus: str = "") -> list[str]:
+        if minus:
+            return [text, f"{med[key] - med[minus]:+.2f} s", f"{mean[key] - mean[minus]:+.2f} s"]
+        return [text, f"{med[key]:.2f} s", f"{mean[key]:.2f} s"]
+
     rows = [
-        ["torchx run -s kubernetes --wait utils.echo (process)", f"{med['cli']:.2f} s"],
-        ["- the same under the trace script", f"{med['traced']:.2f} s"],
-        ["raw Job, warm client: create -> Complete seen", f"{med['raw']:.2f} s"],
-        ["- create -> pod Succeeded seen", f"{med['pod']:.2f} s"],
-        ["raw Job script (process: imports, config, create -> Complete)", f"{med['raw_p']:.2f} s"],
-        ["raw Job with the CLI's pod spec, warm: create -> Complete", f"{med['same']:.2f} s"],
-        ["CLI - raw Job, warm client (goal <= 0.3 s)", f"{med['cli'] - med['raw']:+.2f} s"],
-        ["CLI - raw Job script", f"{med['cli'] - med['raw_p']:+.2f} s"],
-        ["CLI - raw Job with the CLI's pod spec", f"{med['cli'] - med['same']:+.2f} s"],
+        row("torchx run -s kubernetes --wait utils.echo (process)", "cli"),
+        row("- the same under the trace script", "traced"),
+        row("raw Job, warm client: create -> Complete seen", "raw"),
+        row("- create -> pod Succeeded seen", "pod"),
+        row("raw Job script (process: imports, config, create -> Complete)", "raw_p"),
+        row("raw Job with the CLI's pod spec, warm: create -> Complete", "same"),
+        row("CLI - raw Job, warm client (goal <= 0.3 s)", "cli", "raw"),
+        row("CLI - raw Job script", "cli", "raw_p"),
+        row("CLI - raw Job with the CLI's pod spec", "cli", "same"),
     ]
     print(f"Kubernetes {label}, plain mode, median of {rounds} interleaved rounds")
-    print(tabulate(rows, headers=["", "seconds"]))
+    print(tabulate(rows, headers=["", "median", "mean"]))
     print()
     spent = {k: _median([phases(e)[k] for e in traces]) for k in phases(traces[0])}
     made = {k: _median([counts(e)[k] for e in traces]) for k in counts(traces[0])}
