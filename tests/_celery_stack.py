@@ -383,7 +383,7 @@ class CeleryStack:
                 s in ("healthy", "exit 0") for s in states.values()
             ):
                 return
-            time.sleep(2)
+            time.sleep(1)
         tails = {s: c.logs(tail=15).decode(errors="replace") for s, c in self.containers().items()}
         raise AssertionError(f"celery stack not healthy: {states}\n{tails}")
 
