@@ -213,8 +213,24 @@ def store(name: str, text: str, depends_on: Iterable[str] = ()) -> bool:
 
 
 def module_dependencies() -> list[str]:
-    """The files and package directories of every imported module outside the stdlib."""
-    return list(stat_cache.module_files(list(sys.modules.values()), skip_stdlib=True))
+    """The file and package directories of every imported module outside the stdlib.
+
+    Unlike the component index (which searches packages recursively, so a sub-directory
+    that becomes a package counts), a command's output depends on the modules it imported
+    and on which modules exist beside them (a scheduler module found by name): the package
+    directories themselves, not their sub-directories, which other work may touch often.
+    """
+    modules = [m for m in list(sys.modules.values()) if m is not None]
+    files = stat_cache.module_files(modules, skip_stdlib=True)
+    packages = {os.path.join(p, "") for m in modules for p in _package_path(m)}
+    return [f for f in files if os.path.join(f, "") in packages or not os.path.isdir(f)]
+
+
+def _package_path(module: object) -> list[str]:
+    try:
+        return [p for p in getattr(module, "__path__", None) or () if isinstance(p, str)]
+    except TypeError:  # a __path__ that is no path list
+        return []
 
 
 def output_section(argv: Sequence[str]) -> str | None:
@@ -279,10 +295,10 @@ def _builtins_text(names: list[str]) -> str:
 
 
 def serve(argv: Sequence[str]) -> None:
-    """Prints the cached answer to ``argv`` and exits 0; returns on a miss.
+    """Prints the cached answer to ``builtins`` or ``runopts [NAME]`` and exits 0.
 
-    Serves ``--help``/``-h`` (:mod:`torchx.cli._help_cache`), ``builtins`` and ``runopts
-    [NAME]``.
+    Returns on a miss, and for any other command line (``--help`` is served by
+    :func:`torchx.cli._help_cache.print_cached_help`, from this cache too).
 
     Args:
         argv: the command line after ``torchx``.
@@ -294,9 +310,7 @@ def serve(argv: Sequence[str]) -> None:
     elif (section := output_section(argv)) is not None:
         text = load(section)
     else:
-        from torchx.cli import _help_cache
-
-        text = _help_cache.cached_help(argv)
+        return
     if text is None:
         return
     try:

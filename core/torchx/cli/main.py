@@ -216,15 +216,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     Args:
         argv: the arguments (default ``sys.argv[1:]``).
     """
-    from torchx.cli import _startup_cache
+    from torchx.cli import _help_cache, _startup_cache
 
     argv = list(sys.argv[1:] if argv is None else argv)
-    _startup_cache.serve(argv)  # exits when the stored answer is valid
+    _help_cache.print_cached_help(argv)  # these two exit when the stored answer is valid
+    _startup_cache.serve(argv)
     if argv[:1] == ["run"]:
         from torchx.cli import _gc
 
         _gc.pause()  # resumed once the app is submitted (CmdRun)
-    from torchx.cli import _help_cache
     from torchx.cli._handler import handle_errors
     from torchx.cli._signals import install_signal_handlers
 
