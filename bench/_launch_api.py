@@ -7,7 +7,10 @@ the scheduler's lazy imports and finds no warm supervisor), ``bare`` (``Popen`` 
 the same command), ``many`` and ``many_bare`` (the same with 128 replicas and a loop of 128
 ``Popen``), and with a namespace
 ``k8s`` (``utils.echo`` on kubernetes in plain mode, run + wait(0.1) in a warm runner). The
-first round of each kind warms imports and caches and is not counted.
+first round of each kind warms imports and caches and is not counted. Each timed call starts
+``PAUSE`` seconds after the previous one ended, so that the processes the previous one left
+ending (a supervisor writing its last state, reaping 128 replicas) or starting (the warm
+supervisor a launch leaves for the next) do not land in the next figure.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import time
 
 IMAGE = "torchx-flow/python:3.11"
 REPLICAS = 128
+PAUSE = 0.2  # before each timed launch: what the previous one started has settled
 
 
 def api_worker(rounds: int, k8s: str) -> None:
@@ -32,6 +36,7 @@ def api_worker(rounds: int, k8s: str) -> None:
         return AppDef("bench", [role])
 
     def launch(n: int) -> float:
+        time.sleep(PAUSE)
         start = time.perf_counter()
         with get_runner() as runner:
             status = runner.wait(runner.run(app(n), "local_cwd"), wait_interval=0.1)
@@ -39,6 +44,7 @@ def api_worker(rounds: int, k8s: str) -> None:
         return time.perf_counter() - start
 
     def bare(n: int) -> float:
+        time.sleep(PAUSE)
         start = time.perf_counter()
         procs = [subprocess.Popen([sys.executable, "-c", "pass"]) for _ in range(n)]
         for proc in procs:
