@@ -251,6 +251,16 @@ class TorchXOperator(LineageMixin, BaseOperator):
             block.enter_context(prestarted_supervisor(env_allow=allow, env_drop=drop))
         return block
 
+    def _close_spare(self) -> None:
+        """Closes a prestarted supervisor's block that ``execute`` will not use (stops it).
+
+        Closed here, not left to the garbage collector: a block closed by a collection
+        would stop its supervisor from whatever code the collection interrupted.
+        """
+        spare, self._spare = getattr(self, "_spare", None), None
+        if spare is not None:
+            spare.close()
+
     def execute(self, context: Context) -> Any:
         """Launches (or re-attaches to) the app, then waits for it or defers."""
         from torchx_airflow._manager import AppManager
@@ -292,6 +302,7 @@ class TorchXOperator(LineageMixin, BaseOperator):
         self, next_method: str, next_kwargs: Optional[dict[str, Any]], context: Context
     ) -> Any:
         """Resumes a deferred task; a deferral timeout or trigger failure first stops the app."""
+        self._close_spare()  # a supervisor prestarted while rendering has no app to run now
         if next_method == "__fail__":  # Airflow's TRIGGER_FAIL_REPR: timeout or trigger error
             from torchx_airflow._deferred import stop_deferred_app
             from torchx_airflow._manager import AppManager

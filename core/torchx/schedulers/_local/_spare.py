@@ -93,11 +93,18 @@ class Spare:
         return True
 
     def discard(self) -> None:
-        """Stops an unused spare (it has no app: killing it loses nothing)."""
+        """Stops an unused spare (it has no app: killing it loses nothing).
+
+        Never blocks for ever: run from a finalizer (a block closed by the garbage collector)
+        inside this ``Popen``'s own ``wait``, a plain ``wait()`` would wait for a lock its
+        caller holds. Bounded, it leaves at worst a zombie for ``subprocess`` to reap later.
+        """
         self._channel.close()
-        if self.process.poll() is None:
-            self.process.kill()
-        self.process.wait()
+        self.process.kill()
+        try:
+            self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
 
 
 def prestart(import_root: str, environ: Optional[Mapping[str, str]] = None) -> None:
