@@ -86,6 +86,9 @@ class AppManager:
             hook = TorchXHook(
                 op.torchx_conn_id, scheduler=op.scheduler, scheduler_cfg=op.scheduler_cfg
             )
+            read = getattr(op, "connection_extras", None)  # read before rendering
+            if read is not None and read[0] == op.torchx_conn_id:
+                hook.with_extras(read[1])
             self._settings = hook.settings
         return self._settings
 

@@ -60,6 +60,8 @@ class TorchXHook(BaseHook):
             scheduler, scheduler_cfg, scheduler_params, torchxconfig
         )
         self._settings: Optional[TorchXSettings] = None
+        self._extras: Optional[Mapping[str, Any]] = None
+        self._extras_read = False
 
     @classmethod
     def get_ui_field_behaviour(cls) -> dict[str, Any]:
@@ -76,8 +78,29 @@ class TorchXHook(BaseHook):
     def settings(self) -> TorchXSettings:
         """The connection's settings with the hook's arguments on top (read once)."""
         if self._settings is None:
-            self._settings = self._apply_args(self._connection_extras())
+            self._settings = self._apply_args(self.read_extras())
         return self._settings
+
+    def read_extras(self) -> Optional[Mapping[str, Any]]:
+        """The connection's extras, read once; their secrets are masked from then on.
+
+        Returns:
+            The extras, or None without a connection (``torchx_conn_id=None``, or the
+            default connection missing).
+        """
+        if not self._extras_read:
+            self._extras, self._extras_read = self._connection_extras(), True
+        return self._extras
+
+    def with_extras(self, extras: Optional[Mapping[str, Any]]) -> TorchXHook:
+        """Takes ``extras`` as the connection's extras: no second read.
+
+        Args:
+            extras: what another hook's :meth:`read_extras` read (and masked) for the same
+                connection.
+        """
+        self._extras, self._extras_read = extras, True
+        return self
 
     async def aget_settings(self) -> TorchXSettings:
         """Like :attr:`settings`, reading the connection without blocking the event loop."""

@@ -214,9 +214,33 @@ class TorchXOperator(LineageMixin, BaseOperator):
     # ------------------------------------------------------------------ execute
 
     def render_template_fields(self, context: Context, jinja_env: Any = None) -> None:
-        """Starts a local app's supervisor (:meth:`_prestart`), then renders the fields."""
+        """Starts a local app's supervisor, reads the connection, then renders the fields.
+
+        The connection is read first so its secrets are masked before a field renders them.
+        """
         self._prestart(context)
+        self._read_connection()
         super().render_template_fields(context, jinja_env)
+
+    def _read_connection(self) -> None:
+        """Reads the task's connection once, before its fields render.
+
+        The hook masks the connection's kubeconfig and the credentials in it as it reads
+        them; read here, a field templated from them (``env`` from
+        ``conn.<id>.extra_dejson.kubeconfig``) is stored and shown masked too. ``execute``
+        reuses what was read (:attr:`connection_extras`).
+        """
+        conn_id = self.torchx_conn_id
+        if not conn_id or "{{" in conn_id or self.connection_extras is not None:
+            return
+        from torchx_airflow.hooks.torchx import TorchXHook
+
+        self._conn_extras = (conn_id, TorchXHook(conn_id).read_extras())
+
+    @property
+    def connection_extras(self) -> Optional[tuple[str, Optional[Mapping[str, Any]]]]:
+        """``(connection id, its extras)`` as read before rendering, or None if not read."""
+        return getattr(self, "_conn_extras", None)
 
     def _prestart(self, context: Context) -> None:
         """Starts the supervisor of the ``local_cwd`` app ``execute`` will launch, at once.
