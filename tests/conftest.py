@@ -135,8 +135,10 @@ _STACK_GROUPS = (
 most two stacks run at a time (CPU), each on free loopback ports and its own namespace, about
 as long as each other (the Celery tests + lineage; the fault tests + docker-compose.yml)."""
 
-_FIRST = ("stack", "stack2", "k8s", "k8s_current", "slurm", "kfp_local")
+_FIRST = ("stack", "stack2", "k8s", "k8s_adapters", "k8s_current", "slurm", "kfp_local")
 """The longest groups, handed to the workers first (longest first), the stacks at once."""
+
+_CORE_TESTS = Path(__file__).resolve().parent / "core"
 
 _KFP_DIRS = ("pipelines", "kfp")
 """Test folders whose ``docker`` tests run kfp.local containers (tests/pipelines, adapters/kfp)."""
@@ -146,8 +148,9 @@ def _xdist_group(item: pytest.Item) -> str:
     """The ``pytest-xdist`` group of a test: tests of one group run one after another.
 
     The modules of whole Airflow stacks share one of two groups (:data:`_STACK_GROUPS`); the
-    tests of each shared engine or cluster share theirs (the single-node cluster, the local
-    Slurm); every other module is a group of its own (its module-scoped fixtures start once).
+    tests of each shared engine or cluster share theirs (the single-node cluster: two groups;
+    the local Slurm); every other module is a group of its own (its module-scoped fixtures
+    start once).
     """
     module = item.path.stem
     for prefix, group in _STACK_GROUPS:
@@ -158,24 +161,34 @@ def _xdist_group(item: pytest.Item) -> str:
         return "kfp_local"
     for marker in ("k8s", "k8s_current", "slurm"):
         if item.get_closest_marker(marker) is not None:
+            # the one-node cluster's tests in two groups, each app in a namespace of its own:
+            # the scheduler's and CLI's (tests/core), the adapters', DAGs' and deploy's
+            if marker == "k8s" and not item.path.is_relative_to(_CORE_TESTS):
+                return "k8s_adapters"
             return marker
     return str(item.path)
 
 
 def _loadgroup(config: pytest.Config) -> bool:
-    return bool(config.pluginmanager.hasplugin("xdist")) and (
-        config.getoption("dist", "no") == "loadgroup"
+    """Whether the run is ``--dist loadgroup``: in the controller, or in a worker (xdist sets
+    ``dist`` to ``no`` there and keeps a ``loadgroup`` flag; the groups are made in the workers,
+    which collect)."""
+    if not config.pluginmanager.hasplugin("xdist"):
+        return False
+    return config.getoption("dist", "no") == "loadgroup" or bool(
+        getattr(config.option, "loadgroup", False)
     )
 
 
-@pytest.hookimpl(trylast=True)
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Under ``pytest -n N --dist loadgroup`` puts each test in its group (:func:`_xdist_group`)
     and orders the groups as the workers get them: the longest first (:data:`_FIRST`), then
     the groups with the most ``slow`` tests, then the most tests. Tests of a group keep
     their order. xdist's own reordering (by size only) is off (:func:`pytest_configure`):
     it handed the stacks out after a dozen unit-test modules and the cluster tiers, so they
-    started minutes late and bounded the run.
+    started minutes late and bounded the run. First of the hooks: xdist's own (in each worker)
+    turns the marks into the groups it schedules by.
     """
     if not _loadgroup(config):
         return
@@ -195,4 +208,22 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
     items.sort(key=lambda item: dispatch(groups[item]))
     for item in items:
-        item.add_marker(pytest.mark.xdist_group(groups[item]))
+        _put_in_group(item, groups[item])
+
+
+def _put_in_group(item: pytest.Item, group: str) -> None:
+    """Marks ``item`` with its group and, where xdist cannot, appends ``@group`` to its id.
+
+    xdist (3.8) tells the scheduler a test's group by setting ``item._nodeid`` to
+    ``nodeid@group``; pytest 9 keeps the id in ``item._id`` and ignores that, so every test
+    ran as a group of its own (a stack module started its stack on each worker). The id is
+    set here the same way, once.
+    """
+    item.add_marker(pytest.mark.xdist_group(group))
+    if "@" in item.nodeid.rpartition("]")[2] or not hasattr(item, "_id"):
+        return
+    try:
+        from _pytest.nodeid import coerce_node_id
+    except ImportError:  # an older pytest: xdist's own _nodeid works there
+        return
+    item._id = coerce_node_id(f"{item.nodeid}@{group}")
