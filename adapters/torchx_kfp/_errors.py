@@ -38,7 +38,7 @@ def unsupported(app_name: str, field: str, what: str) -> ValueError:
 def import_kfp() -> ModuleType:
     """Imports ``kfp`` or raises an ImportError that names the extra to install."""
     try:
-        import kfp
+        import kfp  # lazy: only here can a missing kfp get the line naming the extra
     except ImportError as e:
         raise ImportError(
             "torchx_kfp needs the Kubeflow Pipelines SDK: pip install 'torchx-flow[kfp]'"

@@ -8,6 +8,7 @@ failure message.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import signal
 import sys
@@ -15,10 +16,16 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Optional
 
+from torchx.runner import get_runner
+from torchx.runner.follow import Follower, status_message
+from torchx.runner.launch import LaunchRequest
+from torchx.specs.api import VolumeMount
+from torchx.specs.torchxconfig import TorchXConfig
+from torchx.util.log_tee_helpers import replicas_of
+from torchx_kfp._appjson import app_from_json
 from torchx_kfp._errors import TorchXKfpAppError
 
 if TYPE_CHECKING:
-    from torchx.runner.launch import LaunchRequest
     from torchx.specs.api import AppStatus
 
 __all__ = ["launch", "launch_request"]
@@ -57,8 +64,6 @@ def launch_request(
         parent_run_id: the tracker parent run.
         env: variables set in every role's env (they beat the role's own values).
     """
-    from torchx.runner.launch import LaunchRequest
-
     overrides = dict(spec.get("overrides") or {})
     common: dict[str, Any] = dict(
         scheduler=scheduler,
@@ -77,7 +82,6 @@ def launch_request(
         raise ValueError(
             f"launcher params {sorted(params)} need a component, but the task runs an AppDef"
         )
-    from torchx_kfp._appjson import app_from_json
 
     return LaunchRequest(app=app_from_json(spec["app"]), **common)
 
@@ -134,8 +138,6 @@ class _ReasonLog:
         self._last = ""
 
     def __call__(self, status: AppStatus) -> None:
-        from torchx.runner.follow import status_message
-
         msg = status_message(status)
         if status.is_terminal() or not msg or msg == self._last:
             return
@@ -165,10 +167,6 @@ def _with_service_account(scheduler_cfg: str, service_account: str) -> str:
 
 def _with_volume(request: LaunchRequest, app: Any, volume: tuple[str, str]) -> LaunchRequest:
     """``request`` for the built ``app`` with the claim mounted in every role."""
-    import dataclasses
-
-    from torchx.specs.api import VolumeMount
-
     claim, path = volume
     for role in app.roles:
         role.mounts = [*role.mounts, VolumeMount(src=claim, dst_path=path)]
@@ -206,11 +204,6 @@ def launch(
         TorchXKfpAppError: the app ended FAILED or CANCELLED (the message starts with its
             structured error and ends with the failed replicas' last log lines), or vanished.
     """
-    from torchx.runner import get_runner
-    from torchx.runner.follow import Follower
-    from torchx.specs.torchxconfig import TorchXConfig
-    from torchx.util.log_tee_helpers import replicas_of
-
     cfg = _with_service_account(scheduler_cfg, service_account)
     request = launch_request(spec, params, scheduler, cfg, parent_run_id, _app_env(env, secret_env))
     with _environ(env), get_runner(config=TorchXConfig.discover()) as runner:

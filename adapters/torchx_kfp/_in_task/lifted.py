@@ -11,9 +11,15 @@ compile time). A task without lifted channels has nothing escaped and fills noth
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+from torchx_kfp._in_task.launcher_fn import torchx_launch
+from torchx_kfp._in_task.workflow_run import step_output_paths
+from torchx_kfp._in_task.workflow_step import torchx_workflow_step
 
 __all__ = ["call", "copy_output", "fill", "value_text"]
 
@@ -69,9 +75,6 @@ def copy_output(name: str, source: str, dest: str) -> None:
     Raises:
         FileNotFoundError: the app did not write ``source``.
     """
-    import os
-    import shutil
-
     if os.path.isdir(source):
         shutil.copytree(source, dest, dirs_exist_ok=True)
     elif os.path.isfile(source):
@@ -97,11 +100,7 @@ def call(kind: str, values: Mapping[str, Any], artifacts: Sequence[str] = ()) ->
     paths = {name: rest.pop(name).path for name in artifacts}
     args = _filled(rest, channels) if channels else rest  # no channel: nothing was escaped
     if kind == "launcher":
-        from torchx_kfp._in_task.launcher_fn import torchx_launch
-
         return torchx_launch(**args)
-    from torchx_kfp._in_task.workflow_run import step_output_paths
-    from torchx_kfp._in_task.workflow_step import torchx_workflow_step
 
     outputs = torchx_workflow_step(**args)  # returns only when the app SUCCEEDED
     if paths:

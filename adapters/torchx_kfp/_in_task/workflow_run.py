@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional
 
-if TYPE_CHECKING:
-    from torchx.workflow import Pipeline
+from torchx.workflow import Pipeline
+from torchx.workflow.plan import ValueRenderer, build_step
+from torchx_kfp._appjson import app_from_json, app_to_json
 
+# pipeline_to_json runs at compile time (torchx_kfp._workflow): what only a task needs stays lazy
 __all__ = ["pipeline_from_json", "pipeline_to_json", "run_step", "step_output_paths"]
 
 _APP_KEY = "__torchx_appdef__"
@@ -25,8 +27,6 @@ def pipeline_to_json(pipeline: Pipeline) -> str:
 
     Steps' ``artifacts`` are left out: a launcher task reads declared outputs as paths.
     """
-    from torchx_kfp._appjson import app_to_json
-
     data = pipeline.model_dump(mode="python", exclude={"steps": {"__all__": {"artifacts"}}})
     for name, step in pipeline.steps.items():
         if step.app is not None:
@@ -36,9 +36,6 @@ def pipeline_to_json(pipeline: Pipeline) -> str:
 
 def pipeline_from_json(text: str) -> Pipeline:
     """Rebuilds the pipeline :func:`pipeline_to_json` serialized."""
-    from torchx.workflow import Pipeline
-    from torchx_kfp._appjson import app_from_json
-
     data = json.loads(text)
     for step in data["steps"].values():
         if isinstance(step.get("app"), dict) and _APP_KEY in step["app"]:
@@ -47,8 +44,6 @@ def pipeline_from_json(text: str) -> Pipeline:
 
 
 def _results(pipeline: Pipeline, upstream: Mapping[str, str], params: Any) -> dict[str, Any]:
-    from torchx.workflow.plan import ValueRenderer
-
     results: dict[str, dict[str, str]] = {}
     for key, value in upstream.items():
         name, _, field = key.partition(".")
@@ -82,11 +77,9 @@ def run_step(
     Raises:
         TorchXKfpAppError: the app did not succeed.
     """
-    from torchx.runner import get_runner
-    from torchx.workflow.executor import resolve_params
-    from torchx.workflow.plan import ValueRenderer, build_step
-    from torchx_kfp._appjson import app_to_json
-    from torchx_kfp._in_task.launch import launch
+    from torchx.runner import get_runner  # lazy: the runner API, ~5 ms, run time only
+    from torchx.workflow.executor import resolve_params  # lazy: ~6 ms, run time only
+    from torchx_kfp._in_task.launch import launch  # lazy: runner.follow ~4 ms, run time only
 
     pipeline = pipeline_from_json(pipeline_json)
     values = resolve_params(pipeline, params)
@@ -111,8 +104,7 @@ def step_output_paths(
     handle: str,
 ) -> dict[str, str]:
     """Step ``step``'s declared outputs, rendered once its app (``handle``) SUCCEEDED."""
-    from torchx.workflow.executor import resolve_params
-    from torchx.workflow.plan import ValueRenderer
+    from torchx.workflow.executor import resolve_params  # lazy: ~6 ms, run time only
 
     pipeline = pipeline_from_json(pipeline_json)
     values = resolve_params(pipeline, params)
