@@ -5,8 +5,12 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional
 
+from torchx.runner.api import Runner
+from torchx.runner.labels import find_apps, placement, set_app_labels, supports_labels
+from torchx.schedulers.submission import submission_in_progress
+from torchx.specs.api import AppStatus
 from torchx_airflow._reattach import (
     MAX_REFUSALS,
     PROCESSED_LABEL,
@@ -17,11 +21,8 @@ from torchx_airflow._reattach import (
     other_host_message,
 )
 from torchx_airflow._runopts import routing_cfg
-
-if TYPE_CHECKING:
-    from torchx.runner.api import Runner
-    from torchx.specs.api import AppStatus
-    from torchx_airflow._settings import TorchXSettings
+from torchx_airflow._settings import TorchXSettings
+from torchx_airflow.version_compat import AirflowException
 
 __all__ = [
     "Earlier",
@@ -51,8 +52,6 @@ def _by_labels(
 
     Unprocessed: neither in the store's ``processed`` nor labelled :data:`PROCESSED_LABEL`.
     """
-    from torchx.runner.labels import find_apps, supports_labels
-
     if not labels or not supports_labels(runner, scheduler):
         return None
     cfg = routing_cfg(runner, settings, scheduler)  # e.g. the namespace the app went to
@@ -73,7 +72,6 @@ def where_here(runner: Runner, settings: TorchXSettings, scheduler: str, log: An
     """This process's ``torchx.runner.labels.placement`` for ``scheduler`` ("" when unknown)."""
     if scheduler not in ("local_cwd", "local_docker"):
         return ""  # reachable from anywhere: no engine or host to ask
-    from torchx.runner.labels import placement
 
     try:
         return placement(runner, scheduler, routing_cfg(runner, settings, scheduler))
@@ -103,8 +101,6 @@ def _elsewhere(
     else:
         message = other_host_message(handle, record.host, here)
         if on_other_host != "launch" and record.refusals < MAX_REFUSALS:
-            from torchx_airflow.version_compat import AirflowException
-
             count = slot.refuse()
             raise AirflowException(f"{message} [{count} of {MAX_REFUSALS}]")
         why = "on_other_host=launch" if on_other_host == "launch" else "refused enough"
@@ -173,8 +169,6 @@ def await_submission(
     before that would make this try fail with the half-created app and use up one more retry;
     after it, the app is either complete (re-attach) or FAILED half-created (replace it).
     """
-    from torchx.schedulers.submission import submission_in_progress
-
     if not submission_in_progress(status):
         return status
     assert status is not None
@@ -220,7 +214,6 @@ def mark_processed(
         slot.mark_processed(app_handle)
     if not (on_app and on_scheduler):
         return
-    from torchx.runner.labels import set_app_labels
 
     try:
         set_app_labels(runner, app_handle, {PROCESSED_LABEL: "true"})
@@ -236,6 +229,4 @@ def mark_processed(
 
 def labelled(runner: Runner, app_handle: str) -> bool:
     """Whether the app's scheduler supports labels (a later try could find the app by them)."""
-    from torchx.runner.labels import supports_labels
-
     return supports_labels(runner, app_handle.partition("://")[0])

@@ -23,6 +23,8 @@ import os
 import socket
 from typing import Any, Optional
 
+from airflow.sdk.configuration import conf
+
 __all__ = [
     "HOST_LOCAL_SCHEDULERS",
     "WAIT_IN_WORKER",
@@ -103,8 +105,6 @@ def handback_payload(app_handle: str, worker_host: str) -> dict[str, Any]:
 
 def defer_local_apps() -> bool:
     """Returns ``[torchx] defer_local_apps`` (False when unset)."""
-    from airflow.sdk.configuration import conf
-
     return bool(conf.getboolean("torchx", "defer_local_apps", fallback=False))
 
 

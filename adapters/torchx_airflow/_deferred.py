@@ -11,13 +11,20 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional
 
+from torchx_airflow._deferral import (
+    WAIT_IN_WORKER,
+    host_identity,
+    is_host_local,
+    wait_in_worker_reason,
+)
+from torchx_airflow._errors import TorchXAppError
+from torchx_airflow._manager import AppManager, Started
+from torchx_airflow._reattach import AppSlot
 from torchx_airflow._runopts import dryrun, launch_cfg, routing_cfg
-
-if TYPE_CHECKING:
-    from torchx_airflow._manager import AppManager
-    from torchx_airflow.triggers.torchx import TorchXJobTrigger
+from torchx_airflow.triggers._resume import resumed_result
+from torchx_airflow.triggers.torchx import TorchXJobTrigger
 
 __all__ = [
     "DUMP_LIMIT",
@@ -41,9 +48,6 @@ def trigger_for(
     Writes the re-attach record first (the triggerer waits: this process may be gone; kept
     even when not ``durable``: a failed deferral stops the app) and pushes ``app_handle``.
     """
-    from torchx_airflow._deferral import host_identity, is_host_local, wait_in_worker_reason
-    from torchx_airflow.triggers.torchx import TorchXJobTrigger
-
     op = mgr.op
     reason = wait_in_worker_reason(handle)
     if reason:
@@ -51,8 +55,6 @@ def trigger_for(
         return None
     host = host_identity() if is_host_local(handle) else None
     if mgr.store is not None:
-        from torchx_airflow._reattach import AppSlot
-
         AppSlot(mgr.store, mgr.log).set(handle, mgr.placement(), mgr.try_number)
     mgr.push_handle(handle)
     left = mgr.remaining()
@@ -73,9 +75,6 @@ def trigger_for(
 
 def complete(mgr: AppManager, event: dict[str, Any]) -> Any:
     """``execute_complete``: the trigger's event -> logs, result or error (stopping the app)."""
-    from torchx_airflow._deferral import WAIT_IN_WORKER
-    from torchx_airflow._errors import TorchXAppError
-
     handle = str(event.get("app_handle", ""))
     mgr.app_handle = handle
     runner = mgr.runner
@@ -84,8 +83,6 @@ def complete(mgr: AppManager, event: dict[str, Any]) -> Any:
             mgr.stop(handle)
         raise TorchXAppError(str(event.get("message")), handle)
     if event.get("status") == WAIT_IN_WORKER:  # the triggerer cannot see this local app
-        from torchx_airflow._manager import Started
-
         mgr.log.info("%s", event.get("message"))
         started = Started(handle, None, runner.describe(handle), launched=False)
         try:
@@ -94,7 +91,6 @@ def complete(mgr: AppManager, event: dict[str, Any]) -> Any:
             mgr.abandon(handle, e)
             raise
         return mgr.finish(result)
-    from torchx_airflow.triggers._resume import resumed_result
 
     # the lines the trigger did not log yet, then the result (never waits for a kept app)
     log, stream, interval = mgr.log.info, mgr.op.stream_logs, mgr.op.poll_interval
@@ -104,8 +100,6 @@ def complete(mgr: AppManager, event: dict[str, Any]) -> Any:
 
 def stop_deferred_app(mgr: AppManager, error: Any) -> None:
     """Stops (per ``on_finish_action``) the app of a deferral that timed out or failed."""
-    from torchx_airflow._reattach import AppSlot
-
     op = mgr.op
     store = mgr.store
     handle = AppSlot(store, mgr.log).get().app_handle if store is not None else ""

@@ -36,6 +36,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Optional
 
+from airflow.sdk import get_current_context
+
 if TYPE_CHECKING:
     from airflow.providers.openlineage.extractors import OperatorLineage
 
@@ -53,12 +55,12 @@ _FAILURE_XCOM_KEYS = ("app_handle", "app_id", "state", "ui_url")
 def _lineage_enabled(op: Any) -> bool:
     """Whether the OpenLineage listener emits events for ``op`` (provider installed, on)."""
     try:
-        from airflow.providers.openlineage import conf
+        from airflow.providers.openlineage import conf  # lazy: optional provider
     except ImportError:
         return False
     if conf.is_disabled():
         return False
-    from airflow.providers.openlineage.utils.utils import (
+    from airflow.providers.openlineage.utils.utils import (  # lazy: ~1.2 s; lineage on only
         is_operator_disabled,
         is_selective_lineage_enabled,
     )
@@ -78,7 +80,7 @@ def parent_env(op: Any, ti: Any) -> dict[str, str]:
     """
     if ti is None or not _lineage_enabled(op):
         return {}
-    from airflow.providers.openlineage.plugins.macros import (
+    from airflow.providers.openlineage.plugins.macros import (  # lazy: ~1.2 s; lineage on only
         lineage_parent_id,
         lineage_root_parent_id,
     )
@@ -126,7 +128,7 @@ class LineageMixin:
         """
         super().render_template_fields(context, jinja_env)  # type: ignore[misc]
         if _lineage_enabled(self):
-            from torchx_airflow._lineage_facets import task_facts
+            from torchx_airflow._lineage_facets import task_facts  # lazy: OpenLineage, ~1.1 s
 
             self._lineage_facts = task_facts(self, context)
 
@@ -144,9 +146,7 @@ class LineageMixin:
 
     def get_openlineage_facets_on_start(self) -> OperatorLineage:
         """Lineage at start: datasets known before launch, the ``torchx`` run facet."""
-        from airflow.sdk import get_current_context
-
-        from torchx_airflow._lineage_facets import operator_lineage
+        from torchx_airflow._lineage_facets import operator_lineage  # lazy: OpenLineage, ~1.1 s
 
         try:
             context: Any = get_current_context()
@@ -160,7 +160,7 @@ class LineageMixin:
         Args:
             task_instance: the task instance.
         """
-        from torchx_airflow._lineage_facets import operator_lineage
+        from torchx_airflow._lineage_facets import operator_lineage  # lazy: OpenLineage, ~1.1 s
 
         xcom = _pull(task_instance, "return_value")
         context = _context_of(task_instance) if self._lineage_facts is None else None
@@ -172,7 +172,7 @@ class LineageMixin:
         Args:
             task_instance: the task instance.
         """
-        from torchx_airflow._lineage_facets import operator_lineage
+        from torchx_airflow._lineage_facets import operator_lineage  # lazy: OpenLineage, ~1.1 s
 
         xcom = {key: _pull(task_instance, key) for key in _FAILURE_XCOM_KEYS}
         context = _context_of(task_instance) if self._lineage_facts is None else None

@@ -9,17 +9,18 @@ from __future__ import annotations
 import os
 import urllib.parse
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional
 
+from airflow.providers.openlineage.extractors import OperatorLineage
 from attrs import define, field
 from openlineage.client.event_v2 import Dataset
 from openlineage.client.facet_v2 import RunFacet
 
-if TYPE_CHECKING:
-    from airflow.providers.openlineage.extractors import OperatorLineage
-
-    from torchx.specs.api import AppDef
-    from torchx_airflow._settings import TorchXSettings
+from torchx.runner.launch import LaunchRequest, build_app
+from torchx.specs import named_resources
+from torchx.specs.api import AppDef
+from torchx_airflow._settings import TorchXSettings
+from torchx_airflow.hooks.torchx import TorchXHook
 
 __all__ = [
     "TorchXErrorRunFacet",
@@ -103,8 +104,6 @@ def settings_of(op: Any) -> TorchXSettings:
     Args:
         op: the operator.
     """
-    from torchx_airflow.hooks.torchx import TorchXHook
-
     return TorchXHook(
         op.torchx_conn_id, scheduler=op.scheduler, scheduler_cfg=op.scheduler_cfg
     ).settings
@@ -121,9 +120,6 @@ def app_def(op: Any, settings: TorchXSettings) -> AppDef:
         op: the operator.
         settings: its connection settings (:func:`settings_of`).
     """
-    from torchx.runner.launch import LaunchRequest, build_app
-    from torchx_airflow.hooks.torchx import TorchXHook
-
     runner = TorchXHook.make_runner(settings)
     request = LaunchRequest(
         component=op.component,
@@ -136,8 +132,6 @@ def app_def(op: Any, settings: TorchXSettings) -> AppDef:
     )
     defaults = runner.config.component_defaults()
     if "named_resources" in settings.torchxconfig:
-        from torchx.specs import named_resources
-
         with named_resources.using(runner.config):
             return build_app(request, defaults)
     return build_app(request, defaults)
@@ -269,8 +263,6 @@ def _error_facet(
         return TorchXErrorRunFacet(message="the task failed before a TorchX app was launched")
     message = f"TorchX app {handle} ended {state or 'in an unknown state'}"
     try:
-        from torchx_airflow.hooks.torchx import TorchXHook
-
         status = TorchXHook.make_runner(settings or settings_of(op)).status(handle)
         summary = status.error_summary() if status is not None else ""
         if summary:
@@ -297,8 +289,6 @@ def operator_lineage(
         failed: add the ``torchx_error`` facet.
         known: :func:`task_facts` read earlier (None: read them now).
     """
-    from airflow.providers.openlineage.extractors import OperatorLineage
-
     facts = known if known is not None else task_facts(op, context)
     app_id = xcom.get("app_id")
     inputs = _with_app_id(facts["inputs"], app_id) + _asset_uris(op.inlets)

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import collections
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from torchx.runner.api import Runner
-    from torchx.specs.api import AppStatus
+from torchx.runner.api import Runner
+from torchx.specs.api import AppStatus
+from torchx.util.log_tee_helpers import replicas_of
 
 __all__ = ["copy_tails"]
 
@@ -21,8 +20,6 @@ def copy_tails(
     The end of a log is what explains a failure (a traceback), so a longer log loses its
     beginning, and a line says how many lines were left out.
     """
-    from torchx.util.log_tee_helpers import replicas_of
-
     app = runner.describe(handle)
     for role, k in replicas_of(app, status):
         prefix = f"[{role}/{k}] "

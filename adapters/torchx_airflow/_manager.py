@@ -14,16 +14,24 @@ Ownership: the try that follows an app owns it (its try number on the app, label
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional
 
+from torchx.runner.api import Runner
+from torchx.runner.follow import Follower, FollowResult, SchedulerUnreachableError, status_message
+from torchx.runner.labels import find_apps, set_app_labels
+from torchx.runner.launch import LaunchRequest
+from torchx.specs.api import AppDef, AppStatus
+from torchx.util.log_tee_helpers import replicas_of
+from torchx_airflow._attach import find_earlier, labelled, mark_processed, where_here
 from torchx_airflow._cleanup import finish_app, remaining_seconds, stop_app
+from torchx_airflow._deferral import write_delays
+from torchx_airflow._errors import TorchXAppError
 from torchx_airflow._reattach import OWNER_LABEL, AppSlot, task_labels
-
-if TYPE_CHECKING:
-    from torchx.runner.api import Runner
-    from torchx.runner.follow import FollowResult
-    from torchx.specs.api import AppDef, AppStatus
-    from torchx_airflow._settings import TorchXSettings
+from torchx_airflow._runopts import dryrun, launch_cfg, routing_cfg
+from torchx_airflow._settings import TorchXSettings
+from torchx_airflow._status import failure_message, xcom_result
+from torchx_airflow.hooks.torchx import TorchXHook
+from torchx_airflow.links.torchx import render_ui_url
 
 __all__ = ["TRANSIENT_TIMEOUT", "XCOM_KEYS", "AppManager", "Started"]
 
@@ -80,8 +88,6 @@ class AppManager:
     def settings(self) -> TorchXSettings:
         """The connection's settings with the task's scheduler and run options on top."""
         if self._settings is None:
-            from torchx_airflow.hooks.torchx import TorchXHook
-
             op = self.op
             hook = TorchXHook(
                 op.torchx_conn_id, scheduler=op.scheduler, scheduler_cfg=op.scheduler_cfg
@@ -96,8 +102,6 @@ class AppManager:
     def runner(self) -> Runner:
         """The ``Runner`` of :attr:`settings` (made once)."""
         if self._runner is None:
-            from torchx_airflow.hooks.torchx import TorchXHook
-
             self._runner = TorchXHook.make_runner(self.settings)
         return self._runner
 
@@ -115,16 +119,12 @@ class AppManager:
 
     def placement(self) -> str:
         """Where this process's apps of the scheduler live (``""``: anywhere)."""
-        from torchx_airflow._attach import where_here
-
         return where_here(self.runner, self.settings, self.scheduler(), self.log)
 
     # ------------------------------------------------------------------ find or launch
 
     def find_or_launch(self) -> Started:
         """Re-attaches to (taking ownership of) an earlier try's app, or launches one."""
-        from torchx_airflow._attach import find_earlier
-
         scheduler = self.scheduler()
         slot = self.slot
         here = self.placement() if not slot.first_try and slot.get().host else ""
@@ -142,9 +142,6 @@ class AppManager:
         return Started(handle, None, app, launched=True)
 
     def _launch(self, scheduler: str) -> tuple[str, Optional[AppDef]]:
-        from torchx.runner.launch import LaunchRequest
-        from torchx_airflow._runopts import dryrun, launch_cfg
-
         op = self.op
         labels = dict(self.labels)
         if labels:
@@ -182,8 +179,6 @@ class AppManager:
             known = record.host if record.app_handle == handle else ""
             self.slot.set(handle, known or self.placement(), self.try_number)
         if self.labels and _labelled(self.runner, handle):
-            from torchx.runner.labels import set_app_labels
-
             try:
                 set_app_labels(self.runner, handle, {OWNER_LABEL: str(self.try_number)})
             except Exception as e:
@@ -203,9 +198,6 @@ class AppManager:
         return newest if self.try_number and newest > self.try_number else 0
 
     def _owner_label(self, handle: str) -> int:
-        from torchx.runner.labels import find_apps
-        from torchx_airflow._runopts import routing_cfg
-
         scheduler = handle.partition("://")[0]
         try:
             cfg = routing_cfg(self.runner, self.settings, scheduler)
@@ -237,8 +229,6 @@ class AppManager:
         Except when the scheduler did not answer for ``transient_timeout``: nothing says the app
         is unhealthy then, so it is left as it is and a retry re-attaches to it.
         """
-        from torchx.runner.follow import SchedulerUnreachableError
-
         if isinstance(error, SchedulerUnreachableError):
             self.log.warning("TorchX app %s left as it is (a retry re-attaches): %s", handle, error)
             return
@@ -252,14 +242,9 @@ class AppManager:
         The re-attach record is written (this try as owner) for an app this try launched, then
         the ``app_handle`` XCom; a short local app needs neither (``_deferral.write_delays``).
         """
-        from torchx.runner.follow import Follower
-        from torchx_airflow._deferral import write_delays
-
         op, handle, app = self.op, started.handle, started.app
         on_log, replicas = None, None
         if op.stream_logs:
-            from torchx.util.log_tee_helpers import replicas_of
-
             known = None if app is not None and app.roles else self.runner.status(handle)
             on_log, replicas = self.log.info, replicas_of(app, known)
         stop = op.on_finish_action != "keep"
@@ -293,8 +278,6 @@ class AppManager:
 
     def _on_status(self, status: AppStatus) -> None:
         """Logs the PENDING reason when it changes (a pull error, Kueue's admission message...)."""
-        from torchx.runner.follow import status_message
-
         msg = status_message(status)
         if status.state.name not in ("PENDING", "SUBMITTED", "UNSUBMITTED") or not msg:
             return
@@ -317,10 +300,6 @@ class AppManager:
         Raises:
             TorchXAppError: the app did not succeed (every XCom field pushed first).
         """
-        from torchx_airflow._attach import mark_processed
-        from torchx_airflow._errors import TorchXAppError
-        from torchx_airflow._status import failure_message, xcom_result
-
         handle, status = result.app_handle, result.status
         if result.succeeded:  # said when seen (the bench times the follow loop by this line)
             self.log.info("TorchX app %s SUCCEEDED", handle)
@@ -345,8 +324,6 @@ class AppManager:
 
     def link_url(self, handle: str, seen: Optional[str]) -> Optional[str]:
         """The extra link's target: the connection's ``ui_url`` template, else ``seen``."""
-        from torchx_airflow.links.torchx import render_ui_url
-
         try:
             cfg: Mapping[str, Any] = self.launch_options(handle)
         except Exception:
@@ -355,8 +332,6 @@ class AppManager:
 
     def launch_options(self, handle: str) -> dict[str, Any]:
         """The run options the app went with (``[<scheduler>]`` defaults filled in)."""
-        from torchx_airflow._runopts import routing_cfg
-
         return routing_cfg(self.runner, self.settings, handle.partition("://")[0])
 
     def push_handle(self, handle: str) -> None:
@@ -371,8 +346,6 @@ class AppManager:
 
 
 def _labelled(runner: Runner, handle: str) -> bool:
-    from torchx_airflow._attach import labelled
-
     try:
         return labelled(runner, handle)
     except Exception:

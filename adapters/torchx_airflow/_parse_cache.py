@@ -27,6 +27,7 @@ loaded and validated as without a cache, so errors read the same), never an erro
 
 from __future__ import annotations
 
+import binascii
 import json
 import os
 import sys
@@ -83,8 +84,6 @@ def load_plan(source: str, param_jinja: Optional[Mapping[str, str]] = None) -> A
         source: the pipeline file.
         param_jinja: the ``param_jinja`` of ``dag_from_pipeline``.
     """
-    import binascii
-
     key = _key(source, param_jinja)
     try:
         with open(_file(key), "rb") as f:
@@ -159,8 +158,6 @@ def store_plan(
 
 
 def _write(path: str, body: bytes) -> bool:
-    import binascii
-
     head = f"{_FORMAT} {binascii.crc32(body):08x}\n".encode()
     if not stat_cache.write_atomic(path, head + body):
         return False

@@ -41,11 +41,14 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import json
+import string
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional
 
-if TYPE_CHECKING:
-    from torchx.specs.torchxconfig import TorchXConfig
+import yaml
+
+from torchx.specs.torchxconfig import TorchXConfig
 
 __all__ = ["EXTRA_KEYS", "UI_URL_FIELDS", "TorchXSettings", "secret_values"]
 
@@ -162,8 +165,6 @@ class TorchXSettings:
 
     def config(self) -> TorchXConfig:
         """Returns the ``torchxconfig`` text followed by the worker's ``.torchxconfig`` files."""
-        from torchx.specs.torchxconfig import TorchXConfig
-
         text = TorchXConfig.from_text(self.torchxconfig, "the torchx connection's torchxconfig")
         return text.then(TorchXConfig.discover())
 
@@ -184,8 +185,6 @@ def _kube(extras: Mapping[str, Any], conn_id: str) -> dict[str, Any]:
         if value in (None, False):
             continue
         if extra == "kubeconfig" and isinstance(value, Mapping):
-            import json
-
             value = json.dumps(value)  # JSON is YAML: one text form for the factory
         elif extra == "in_cluster":
             value = value if isinstance(value, bool) else str(value).lower() in ("1", "true")
@@ -212,8 +211,6 @@ UI_URL_FIELDS = ("app_id", "name", "namespace", "scheduler", "session")
 
 def _check_ui_url(template: str, conn_id: str) -> str:
     """Returns ``template`` if it uses only :data:`UI_URL_FIELDS`, else raises one clear line."""
-    import string
-
     try:
         names = {f for _, f, _, _ in string.Formatter().parse(template) if f is not None}
     except ValueError as e:
@@ -260,8 +257,6 @@ def secret_values(extras: Mapping[str, Any]) -> list[str]:
         if not value:
             continue
         if isinstance(value, Mapping):
-            import json
-
             doc: Any = value
             out.append(json.dumps(value))
         else:
@@ -273,8 +268,6 @@ def secret_values(extras: Mapping[str, Any]) -> list[str]:
 
 def _load_yaml(text: str) -> Any:
     try:
-        import yaml
-
         return yaml.safe_load(text)
     except Exception:  # not YAML: the whole text is masked all the same
         return None

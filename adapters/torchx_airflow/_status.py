@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional
 
-if TYPE_CHECKING:
-    from torchx.specs.api import AppStatus
+from torchx.runner.follow import failure_message as core_message
+from torchx.specs.api import AppStatus, parse_app_handle
 
 __all__ = ["event_payload", "failure_message", "xcom_result"]
 
 
 def _app_id(app_handle: str) -> str:
-    from torchx.specs.api import parse_app_handle
-
     return parse_app_handle(app_handle).app_id
 
 
@@ -45,8 +43,6 @@ def failure_message(
     A summary line (leading with the app's structured error), the app's status, then the last
     log lines of each failed replica; a vanished app's message says how to launch it again.
     """
-    from torchx.runner.follow import failure_message as core_message
-
     message = core_message(
         app_handle,
         status,

@@ -46,6 +46,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Optional
 
+from filelock import FileLock
+
 __all__ = ["airflow_env", "dag_test_argv", "prepare_home", "retry_task", "run_dag_test"]
 
 _DB = "airflow.db"
@@ -122,7 +124,6 @@ def prepare_home(home: Path, template: Optional[Path] = None) -> dict[str, str]:
     if template is None:
         _migrate(home)
         return airflow_env(home)
-    from filelock import FileLock
 
     template.mkdir(parents=True, exist_ok=True)
     with FileLock(str(template / "migrate.lock")):
@@ -137,8 +138,8 @@ def _value(state: Any) -> Optional[str]:
 
 
 def _summary(dag_run: Any) -> dict[str, Any]:
-    from airflow.models.xcom import XComModel
-    from airflow.utils.session import create_session
+    from airflow.models.xcom import XComModel  # lazy: Airflow reads its config at import
+    from airflow.utils.session import create_session  # lazy: Airflow reads its config at import
 
     tasks: dict[str, Any] = {}
     with create_session() as session:
@@ -179,7 +180,7 @@ def run_dag_test(
     Returns:
         ``{"run_id", "state", "tasks": {task_id: {"state", "try_number", "duration", "xcom"}}}``.
     """
-    from airflow.dag_processing.dagbag import DagBag
+    from airflow.dag_processing.dagbag import DagBag  # lazy: Airflow reads its config at import
 
     bag = DagBag(dag_folder=str(dag_file))
     if dag_id not in bag.dags:
@@ -209,10 +210,10 @@ def retry_task(dag_file: Path, dag_id: str, task_id: str, logical_date: datetime
     Returns:
         The run's summary (see :func:`run_dag_test`).
     """
-    from airflow.dag_processing.dagbag import DagBag
-    from airflow.models.dagrun import DagRun
-    from airflow.sdk.definitions.dag import _run_task
-    from airflow.utils.session import create_session
+    from airflow.dag_processing.dagbag import DagBag  # lazy: Airflow reads its config at import
+    from airflow.models.dagrun import DagRun  # lazy: Airflow reads its config at import
+    from airflow.sdk.definitions.dag import _run_task  # lazy: Airflow reads its config at import
+    from airflow.utils.session import create_session  # lazy: Airflow reads its config at import
 
     dag = DagBag(dag_folder=str(dag_file)).dags[dag_id]
     with create_session() as session:

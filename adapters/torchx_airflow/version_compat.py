@@ -10,6 +10,8 @@ from __future__ import annotations
 from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
+from airflow.sdk.configuration import conf
+
 try:
     from airflow.sdk import BaseHook, BaseOperator, BaseOperatorLink, Connection, Context
     from airflow.sdk.exceptions import AirflowException, AirflowNotFoundException, TaskDeferred
@@ -49,8 +51,6 @@ AIRFLOW_V_3_3_PLUS: bool = airflow_version() >= (3, 3)
 
 def default_deferrable() -> bool:
     """Returns ``[operators] default_deferrable`` (False when unset)."""
-    from airflow.sdk.configuration import conf
-
     return bool(conf.getboolean("operators", "default_deferrable", fallback=False))
 
 
@@ -58,7 +58,7 @@ def __getattr__(name: str) -> Any:
     # BaseTrigger/TriggerEvent on first use (~6 ms): parsing a DAG file builds operators only,
     # and only the deferrable path needs the trigger classes
     if name in ("BaseTrigger", "TriggerEvent"):
-        from airflow.triggers import base
+        from airflow.triggers import base  # lazy: airflow.triggers, ~6-35 ms; deferral only
 
         value = getattr(base, name)
         globals()[name] = value

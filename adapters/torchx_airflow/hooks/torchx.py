@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, ClassVar, Optional
+from typing import Any, ClassVar, Optional
 
+from airflow.sdk.log import amask_secret, mask_secret
+
+from torchx.runner.api import Runner
 from torchx_airflow._settings import TorchXSettings, secret_values
 from torchx_airflow.version_compat import AirflowNotFoundException, BaseHook
-
-if TYPE_CHECKING:
-    from torchx.runner.api import Runner
 
 __all__ = ["TorchXHook"]
 
@@ -66,8 +67,6 @@ class TorchXHook(BaseHook):
     @classmethod
     def get_ui_field_behaviour(cls) -> dict[str, Any]:
         """Hides the URL fields in the connection form and shows an example of the extras."""
-        import json
-
         return {
             "hidden_fields": ["host", "schema", "login", "password", "port"],
             "relabeling": {"extra": "TorchX settings (JSON)"},
@@ -113,8 +112,6 @@ class TorchXHook(BaseHook):
                 except AirflowNotFoundException:
                     self._check_missing()
                 else:
-                    from airflow.sdk.log import amask_secret
-
                     for value in secret_values(extras):
                         await amask_secret(value)
             self._settings = self._apply_args(extras)
@@ -127,8 +124,6 @@ class TorchXHook(BaseHook):
     @staticmethod
     def make_runner(settings: TorchXSettings) -> Runner:
         """Returns a ``Runner`` for ``settings`` (its ``.torchxconfig``, factory parameters)."""
-        from torchx.runner.api import Runner
-
         return Runner(
             name=SESSION_NAME,
             scheduler_params={**settings.scheduler_params, **settings.kube},
@@ -143,7 +138,6 @@ class TorchXHook(BaseHook):
         except AirflowNotFoundException:
             self._check_missing()
             return None
-        from airflow.sdk.log import mask_secret
 
         for value in secret_values(extras):
             mask_secret(value)

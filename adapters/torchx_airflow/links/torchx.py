@@ -26,7 +26,7 @@ def render_ui_url(template: str, app_handle: str, cfg: Mapping[str, Any]) -> Opt
     """
     if not template:
         return None
-    from torchx.specs.api import parse_app_handle
+    from torchx.specs.api import parse_app_handle  # lazy: torchx.specs, ~19 ms
 
     scheduler, session, app_id = parse_app_handle(app_handle)
     namespace, _, name = app_id.rpartition(":")

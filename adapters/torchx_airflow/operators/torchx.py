@@ -28,17 +28,18 @@ Replicas do not get Airflow's secrets (``_runopts``).
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
+from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any, ClassVar, Optional, Union
 
 from torchx_airflow._cleanup import check_on_finish_action
 from torchx_airflow._errors import TorchXAppError
 from torchx_airflow._lineage import LineageMixin
 from torchx_airflow._reattach import check_on_other_host
+from torchx_airflow._runopts import AIRFLOW_SECRET_ENV, env_allow_list
+from torchx_airflow.links.torchx import TorchXAppLink, web_url
 from torchx_airflow.version_compat import BaseOperator, Context, TaskDeferred, default_deferrable
 
 if TYPE_CHECKING:
-    from contextlib import ExitStack
-
     from torchx.runner.launch import PerRole
     from torchx.specs.api import AppDef
     from torchx_airflow._manager import AppManager
@@ -205,8 +206,6 @@ class TorchXOperator(LineageMixin, BaseOperator):
         a round trip per task.) Also read on a ``MappedOperator`` (DAG serialization of
         ``partial().expand()``), which has no manager.
         """
-        from torchx_airflow.links.torchx import TorchXAppLink, web_url
-
         if getattr(self, "_manager", None) is not None and not web_url(self.app_ui_url):
             return ()
         return (TorchXAppLink(),)
@@ -233,7 +232,7 @@ class TorchXOperator(LineageMixin, BaseOperator):
         conn_id = self.torchx_conn_id
         if not conn_id or "{{" in conn_id or self.connection_extras is not None:
             return
-        from torchx_airflow.hooks.torchx import TorchXHook
+        from torchx_airflow.hooks.torchx import TorchXHook  # lazy: hook + runner API, ~35 ms
 
         self._conn_extras = (conn_id, TorchXHook(conn_id).read_extras())
 
@@ -264,12 +263,9 @@ class TorchXOperator(LineageMixin, BaseOperator):
         that allows or drops more makes the launch start its own instead. Closing the block
         stops a supervisor left unused.
         """
-        from contextlib import ExitStack
-
         block = ExitStack()
         if self.scheduler in (None, "local_cwd"):
-            from torchx.schedulers.local_scheduler import prestarted_supervisor
-            from torchx_airflow._runopts import AIRFLOW_SECRET_ENV, env_allow_list
+            from torchx.schedulers.local_scheduler import prestarted_supervisor  # lazy: ~20 ms
 
             allow, drop = env_allow_list(self.env_allow), list(AIRFLOW_SECRET_ENV)
             block.enter_context(prestarted_supervisor(env_allow=allow, env_drop=drop))
@@ -287,7 +283,7 @@ class TorchXOperator(LineageMixin, BaseOperator):
 
     def execute(self, context: Context) -> Any:
         """Launches (or re-attaches to) the app, then waits for it or defers."""
-        from torchx_airflow._manager import AppManager
+        from torchx_airflow._manager import AppManager  # lazy: runner + hook, ~50 ms
 
         mgr = self._manager = AppManager(self, context)
         spare = getattr(self, "_spare", None) or self._spare_block()
@@ -295,12 +291,12 @@ class TorchXOperator(LineageMixin, BaseOperator):
         with spare:  # the supervisor started meanwhile runs the app (or is stopped)
             started = mgr.find_or_launch()
         if started.status is not None and started.status.is_terminal():
-            from torchx.runner.follow import FollowResult
+            from torchx.runner.follow import FollowResult  # lazy: ~9 ms, not at parse
 
             return mgr.finish(FollowResult(started.handle, started.status))
         try:
             if self.deferrable:
-                from torchx_airflow._deferred import trigger_for
+                from torchx_airflow._deferred import trigger_for  # lazy: triggers, ~140 ms
 
                 deferral = trigger_for(mgr, started.handle)
                 if deferral is not None:
@@ -316,8 +312,8 @@ class TorchXOperator(LineageMixin, BaseOperator):
 
     def execute_complete(self, context: Context, event: dict[str, Any]) -> Any:
         """Resumes after ``TorchXJobTrigger`` fired: copies the logs and returns or raises."""
-        from torchx_airflow._deferred import complete
-        from torchx_airflow._manager import AppManager
+        from torchx_airflow._deferred import complete  # lazy: triggers, ~140 ms
+        from torchx_airflow._manager import AppManager  # lazy: runner + hook, ~50 ms
 
         self._manager = AppManager(self, context)
         return complete(self._manager, event)
@@ -328,8 +324,8 @@ class TorchXOperator(LineageMixin, BaseOperator):
         """Resumes a deferred task; a deferral timeout or trigger failure first stops the app."""
         self._close_spare()  # a supervisor prestarted while rendering has no app to run now
         if next_method == "__fail__":  # Airflow's TRIGGER_FAIL_REPR: timeout or trigger error
-            from torchx_airflow._deferred import stop_deferred_app
-            from torchx_airflow._manager import AppManager
+            from torchx_airflow._deferred import stop_deferred_app  # lazy: triggers, ~140 ms
+            from torchx_airflow._manager import AppManager  # lazy: runner + hook, ~50 ms
 
             self._manager = AppManager(self, context)
             stop_deferred_app(self._manager, (next_kwargs or {}).get("error"))

@@ -9,12 +9,13 @@ show (none are shown twice).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from torchx.runner.api import Runner
-    from torchx.runner.follow import FollowResult
+from torchx.runner.api import Runner
+from torchx.runner.follow import FollowResult, follow
+from torchx_airflow._status import event_payload, failure_message
 
 __all__ = ["LOG_PREFIX", "result_payload", "resumed_result"]
 
@@ -26,8 +27,6 @@ _CATCH_UP = 30.0  # seconds the resumed task reads the lines the trigger did not
 
 def result_payload(result: FollowResult) -> dict[str, Any]:
     """The trigger event of an app the trigger followed to its end (or deadline)."""
-    from torchx_airflow._status import event_payload, failure_message
-
     payload = event_payload(result.app_handle, result.status)
     if not result.succeeded:
         payload["message"] = failure_message(
@@ -66,10 +65,6 @@ def resumed_result(
         stream_logs: show the lines not shown yet.
         wait_interval: the longest time between status checks.
     """
-    import dataclasses
-
-    from torchx.runner.follow import follow
-
     handle = str(event.get("app_handle", ""))
     shown = event.get("logs_shown")
     kept = (event.get("deadline_expired") or event.get("startup_reason")) and not event.get(

@@ -5,16 +5,18 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Mapping
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional
 
+from torchx.runner.api import Runner
+from torchx.runner.follow import SchedulerUnreachableError, afollow
+from torchx.specs import NONE
+from torchx.specs.api import AppStatus
+from torchx_airflow._cleanup import stop_app
 from torchx_airflow._deferral import handback_payload, needs_worker
 from torchx_airflow._status import event_payload
+from torchx_airflow.hooks.torchx import TorchXHook
 from torchx_airflow.triggers._resume import LOG_PREFIX, result_payload
 from torchx_airflow.version_compat import BaseTrigger, TriggerEvent
-
-if TYPE_CHECKING:
-    from torchx.runner.api import Runner
-    from torchx.specs.api import AppStatus
 
 __all__ = ["TorchXJobTrigger"]
 
@@ -107,8 +109,6 @@ class TorchXJobTrigger(BaseTrigger):
         return f"{type(self).__module__}.{type(self).__qualname__}", kwargs
 
     async def _runner(self) -> Runner:
-        from torchx_airflow.hooks.torchx import TorchXHook
-
         hook = TorchXHook(self.torchx_conn_id, scheduler_params=self.scheduler_params)
         return TorchXHook.make_runner(await hook.aget_settings())
 
@@ -117,7 +117,6 @@ class TorchXJobTrigger(BaseTrigger):
         if self.worker_host and needs_worker(self.app_handle, self.worker_host):
             yield TriggerEvent(handback_payload(self.app_handle, self.worker_host))
             return
-        from torchx.runner.follow import SchedulerUnreachableError, afollow
 
         try:
             runner = await self._runner()
@@ -154,8 +153,6 @@ class TorchXJobTrigger(BaseTrigger):
 
     def _log_reason(self, status: AppStatus) -> None:
         """Logs each new reason a running app gives (why it, or a replica, waits to start)."""
-        from torchx.specs import NONE
-
         msg = (status.msg or "").strip()
         if status.is_terminal() or not msg or msg == NONE or msg in self._reasons:
             return
@@ -167,7 +164,6 @@ class TorchXJobTrigger(BaseTrigger):
         if needs_worker(self.app_handle, self.worker_host):
             self.log.warning("cannot cancel %s from this host: it runs elsewhere", self.app_handle)
             return
-        from torchx_airflow._cleanup import stop_app
 
         runner = await self._runner()
         await asyncio.to_thread(stop_app, runner, self.app_handle, self.on_kill_action, self.log)
