@@ -22,9 +22,18 @@ pytestmark = pytest.mark.skipif(
 WAITING = "waiting for Kueue admission in queue lq: insufficient unused quota for cpu"
 
 
-def test_the_pending_reason_is_logged_when_it_changes(caplog: pytest.LogCaptureFixture) -> None:
+@pytest.fixture
+def manager_cls() -> type:
+    """``AppManager``, imported before ``caplog`` captures: importing Airflow sets up its logging."""
     from torchx_airflow._manager import AppManager
 
+    return AppManager
+
+
+def test_the_pending_reason_is_logged_when_it_changes(
+    manager_cls: type, caplog: pytest.LogCaptureFixture
+) -> None:
+    AppManager = manager_cls
     op = types.SimpleNamespace(log=logging.getLogger("tx-test-manager"), durable=False)
     mgr = AppManager(op)
     mgr.app_handle = "kubernetes://torchx/ns:app-1"
