@@ -120,7 +120,7 @@ def test_startup_timeout_fails_the_task_with_the_reason_and_cancels_the_app(
             component="utils.echo",
             component_args={"msg": "never", "image": "torchx-flow/no-such-image:latest"},
             scheduler="kubernetes",
-            startup_timeout=8,
+            startup_timeout=30,  # the pull error: 2-5 s after submission idle, 28 s at load 30+
         )
     """
     client = api_client()
