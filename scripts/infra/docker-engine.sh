@@ -78,6 +78,10 @@ stop() {
     [ -z "$ids" ] || DOCKER_HOST=$OURS docker rm -f $ids >/dev/null 2>&1 || true
   fi
   stop_pidfile "$D/dockerd.pid"
+  # a container shim that outlived the engine, and the engine's mounts (its netns/default)
+  pkill -f -- "-address $D/exec/containerd/" 2>/dev/null || true
+  awk -v root="$D/exec/" 'index($2, root) == 1 { print $2 }' /proc/mounts | sort -r |
+    while read -r m; do umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true; done
   rm -f "$D/dockerd.pid.daemon" "$SOCK"
   log "stopped"
 }
