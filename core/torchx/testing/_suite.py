@@ -291,9 +291,18 @@ class SchedulerTestSuite:
         kinds = ["echo", "fail"] if self.supports_fail_fast else ["echo", "echo"]
         ids = [self.submit(kind) for kind in kinds]
         ends = [self.wait_terminal(app_id).state for app_id in ids]
-        listed = {a.app_id: a for a in self.scheduler.list()}
+        # list reads the scheduler's own records in one call (Kubernetes: the Jobs, whose
+        # conditions trail the pods describe reads by the Job controller's sync): it may
+        # show the end a moment after describe did, never a different end
+        deadline = time.monotonic() + 30
+        while True:
+            listed = {a.app_id: a for a in self.scheduler.list()}
+            states = [listed[i].state if i in listed else None for i in ids]
+            if states == ends or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
         assert set(ids) <= set(listed)
-        assert [listed[app_id].state for app_id in ids] == ends
+        assert states == ends, (states, ends)
         assert ends[0] == AppState.SUCCEEDED
 
     def test_unknown_app(self) -> None:
