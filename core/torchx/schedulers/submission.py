@@ -13,10 +13,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Optional
 
+from torchx.specs.api import AppState
+
 if TYPE_CHECKING:
     from torchx.specs.api import AppStatus
 
-__all__ = ["HALF_CREATED", "IN_PROGRESS", "half_created", "submission_in_progress"]
+__all__ = [
+    "HALF_CREATED",
+    "IN_PROGRESS",
+    "half_created",
+    "partial_state",
+    "submission_in_progress",
+]
 
 IN_PROGRESS = "submission in progress: "
 """The start of the ``msg`` of a PENDING app whose submitter may still be creating it."""
@@ -37,3 +45,22 @@ def half_created(status: Optional[AppStatus]) -> bool:
     return (
         status is not None and status.state.name == "FAILED" and status.msg.startswith(HALF_CREATED)
     )
+
+
+def partial_state(failed: bool, existing: AppState) -> AppState:
+    """The state of an app not fully created, given the state its existing replicas make.
+
+    Args:
+        failed: submission cannot still be running (the app is half-created for good).
+        existing: the state the replicas that exist make.
+
+    Returns:
+        FAILED when ``failed``; PENDING while the replicas that exist run, have ended well or
+        read nothing (not every replica exists yet: the app has not started); else
+        ``existing``.
+    """
+    if failed:
+        return AppState.FAILED
+    if existing in (AppState.RUNNING, AppState.SUCCEEDED, AppState.UNKNOWN):
+        return AppState.PENDING
+    return existing

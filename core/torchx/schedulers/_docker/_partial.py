@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from torchx.schedulers._docker._state import ContainerInfo
-from torchx.schedulers.submission import HALF_CREATED, IN_PROGRESS
+from torchx.schedulers.submission import HALF_CREATED, IN_PROGRESS, partial_state
 from torchx.specs.api import AppState
 from torchx.util.host import process_gone
 
@@ -78,11 +78,7 @@ class Partial:
 
     def state(self, existing: AppState) -> AppState:
         """The app's state, given the state its existing replicas make."""
-        if self.failed:
-            return AppState.FAILED
-        if existing in (AppState.RUNNING, AppState.SUCCEEDED, AppState.UNKNOWN):
-            return AppState.PENDING  # not every replica runs yet: the app has not started
-        return existing
+        return partial_state(self.failed, existing)
 
 
 def _expected(spec: str) -> list[str]:

@@ -39,7 +39,7 @@ from torchx.schedulers._kubernetes.names import (
     LABEL_ROLE_NAME,
 )
 from torchx.schedulers._kubernetes.plain import ANNOTATION_STOPPED
-from torchx.schedulers.submission import HALF_CREATED, IN_PROGRESS
+from torchx.schedulers.submission import HALF_CREATED, IN_PROGRESS, partial_state
 from torchx.specs.api import NONE, AppState, ReplicaStatus, Role, RoleStatus
 
 __all__ = [
@@ -102,11 +102,7 @@ class Partial:
 
     def state(self, existing: AppState) -> AppState:
         """The app's state, given the state its existing replicas make (``app_state``)."""
-        if self.failed:
-            return AppState.FAILED
-        if existing in (AppState.RUNNING, AppState.SUCCEEDED, AppState.UNKNOWN):
-            return AppState.PENDING  # not every replica exists yet: the app has not started
-        return existing
+        return partial_state(self.failed, existing)
 
 
 def submission_annotations(
