@@ -12,6 +12,7 @@ import sys
 from collections.abc import Generator, Iterator
 from pathlib import Path
 
+import _group_times
 import pytest
 from _infra import (
     docker_host,
@@ -227,3 +228,13 @@ def _put_in_group(item: pytest.Item, group: str) -> None:
     except ImportError:  # an older pytest: xdist's own _nodeid works there
         return
     item._id = coerce_node_id(f"{item.nodeid}@{group}")
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Sums each xdist group's time (:mod:`_group_times`; in the controller under xdist)."""
+    _group_times.record(report)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """The longest xdist groups, beside ``--durations`` (only when the tests had groups)."""
+    _group_times.summary(terminalreporter)
