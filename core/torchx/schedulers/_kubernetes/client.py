@@ -33,7 +33,7 @@ def load_api_client(
     Raises:
         ClusterUnreachable: no configuration exists (says how to point at a cluster).
     """
-    from kubernetes import client, config
+    from kubernetes import client, config  # lazy: kubernetes ~300 ms; runopts/dryrun skip it
 
     configuration = client.Configuration()
     if in_cluster or kubeconfig or kubeconfig_text:
@@ -41,7 +41,7 @@ def load_api_client(
             if in_cluster:
                 config.load_incluster_config(client_configuration=configuration)
             elif kubeconfig_text:
-                import yaml
+                import yaml  # lazy: yaml ~17 ms, an inline kubeconfig only
 
                 loaded = yaml.safe_load(kubeconfig_text)
                 config.load_kube_config_from_dict(
@@ -82,7 +82,7 @@ def api_server_errors(api_client: Any, doing: str) -> Iterator[None]:
     Raises:
         ClusterUnreachable: the server could not be reached.
     """
-    from urllib3.exceptions import HTTPError
+    from urllib3.exceptions import HTTPError  # lazy: urllib3 ~70 ms; runopts/dryrun skip it
 
     try:
         yield

@@ -30,6 +30,7 @@ from collections.abc import Callable
 from typing import Any
 
 from torchx.schedulers._kubernetes.kueue import kueue_labels
+from torchx.schedulers._kubernetes.models import new
 from torchx.schedulers._kubernetes.names import (
     ENV_TORCHX_RANK0_HOST,
     LABEL_ORGANIZATION,
@@ -79,8 +80,6 @@ def rank0_host(jobset: str, role0: str) -> str:
 
 def disruption_policy() -> Any:
     """The Jobs' ``V1PodFailurePolicy``: a disrupted pod is retried without counting."""
-    from torchx.schedulers._kubernetes.models import new
-
     condition = new("V1PodFailurePolicyOnPodConditionsPattern", type="DisruptionTarget")
     rule = new("V1PodFailurePolicyRule", action="Ignore", on_pod_conditions=[condition])
     return new("V1PodFailurePolicy", rules=[rule])

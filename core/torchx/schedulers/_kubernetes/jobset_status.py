@@ -14,7 +14,7 @@ from typing import Any, Optional
 
 from torchx.schedulers._kubernetes.names import LABEL_ROLE_INDEX, LABEL_ROLE_NAME
 from torchx.schedulers._kubernetes.plain import ANNOTATION_STOPPED
-from torchx.schedulers._kubernetes.plain_status import ReplicaView, replica_state
+from torchx.schedulers._kubernetes.plain_status import ReplicaView, app_state, replica_state
 from torchx.specs.api import AppState, Role
 
 __all__ = [
@@ -112,8 +112,6 @@ def _indexes(text: str) -> Iterable[int]:
 
 def jobset_state(jobset: dict[str, Any], replica_states: list[AppState]) -> AppState:
     """The app's state: the JobSet's conditions first, then the replicas'."""
-    from torchx.schedulers._kubernetes.plain_status import app_state
-
     if jobset_condition(jobset, "Completed"):
         return AppState.SUCCEEDED
     if jobset_condition(jobset, "Failed") or stopped(jobset) == "startup-timeout":

@@ -23,7 +23,9 @@ def models() -> Any:
         ModuleNotFoundError: the kubernetes client is not installed (names the extra).
     """
     try:
-        from kubernetes.client import models as k8s_models
+        from kubernetes.client import (  # lazy: kubernetes ~300 ms; runopts/dryrun skip it
+            models as k8s_models,
+        )
     except ModuleNotFoundError as e:
         raise ModuleNotFoundError(
             f"the kubernetes scheduler needs the `kubernetes` package: {_INSTALL_HINT}",
@@ -34,7 +36,7 @@ def models() -> Any:
 
 @functools.cache
 def _shared_configuration() -> Any:
-    from kubernetes.client import Configuration
+    from kubernetes.client import Configuration  # lazy: kubernetes ~300 ms; runopts/dryrun skip it
 
     config = Configuration()
     config.client_side_validation = False  # the API server validates (validate_spec)
@@ -59,6 +61,6 @@ def new(kind: str, **fields: Any) -> Any:
 def api_client() -> Any:
     """An unconfigured ``ApiClient``, used only for (de)serialization, never for requests."""
     models()
-    from kubernetes.client import ApiClient
+    from kubernetes.client import ApiClient  # lazy: kubernetes ~300 ms; runopts/dryrun skip it
 
     return ApiClient(configuration=_shared_configuration())

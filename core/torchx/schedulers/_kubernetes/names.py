@@ -8,6 +8,7 @@ import re
 from torchx.schedulers.labels import app_labels
 from torchx.specs.api import AppDef, Role
 from torchx.util.strings import normalize_str
+from torchx.version import __version__
 
 __all__ = [
     "ANNOTATION_ISTIO_SIDECAR",
@@ -112,8 +113,6 @@ def pod_labels(
         The label dict, values cleaned with :func:`clean_label`, plus the app labels of
         ``app.metadata`` (``torchx.schedulers.labels``).
     """
-    from torchx.version import __version__
-
     return {
         LABEL_VERSION: clean_label(__version__),
         LABEL_APP_NAME: clean_label(app.name),

@@ -43,9 +43,11 @@ def await_pod_change(
             :data:`MAX_WATCH_SECONDS`).
         sleep: sleeps that many seconds (injected for tests).
     """
-    import urllib3
-    from kubernetes import watch
-    from kubernetes.client.exceptions import ApiException
+    import urllib3  # lazy: urllib3 ~70 ms; runopts/dryrun skip it
+    from kubernetes import watch  # lazy: kubernetes ~300 ms; runopts/dryrun skip it
+    from kubernetes.client.exceptions import (  # lazy: kubernetes ~300 ms; runopts/dryrun skip it
+        ApiException,
+    )
 
     seconds = max(1, min(math.ceil(timeout), MAX_WATCH_SECONDS))
     stream = watch.Watch().stream(

@@ -19,6 +19,8 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from torchx.schedulers._kubernetes.models import api_client
+
 __all__ = ["dump_yaml", "dump_yaml_all", "to_plain"]
 
 _PRIMITIVES = (str, int, float, bool, bytes)
@@ -41,8 +43,6 @@ def to_plain(obj: Any) -> Any:
         return {k: to_plain(v) for k, v in obj.items()}
     types = getattr(type(obj), "openapi_types", None)
     if types is None:  # dates and anything unusual: the client's own rules
-        from torchx.schedulers._kubernetes.models import api_client
-
         return api_client().sanitize_for_serialization(obj)
     names = type(obj).attribute_map
     state = obj.__dict__
@@ -66,7 +66,7 @@ class _Unsupported(Exception):
 
 @functools.cache
 def _yaml() -> Any:
-    import yaml
+    import yaml  # lazy: yaml ~17 ms; runopts/dryrun skip it
 
     return yaml
 

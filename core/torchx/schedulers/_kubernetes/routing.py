@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from torchx.schedulers._kubernetes._opts import MODE_JOBSET, MODE_PLAIN, MODE_VOLCANO
 from torchx.schedulers._kubernetes.client import api_server_errors
+from torchx.schedulers._kubernetes.jobset_ops import JobSetOps
 from torchx.schedulers._kubernetes.plain_ops import PlainOps
 from torchx.schedulers._kubernetes.volcano_ops import VolcanoOps
 
@@ -45,10 +46,8 @@ class ModeRouting:
         return [self._mode(MODE_VOLCANO), self._plain(), self._mode(MODE_JOBSET)]
 
     def _mode(self, name: str) -> Mode:
-        """The mode the ``mode`` run option names (JobSet's module is imported on first use)."""
+        """The mode the ``mode`` run option names."""
         if name == MODE_JOBSET:
-            from torchx.schedulers._kubernetes.jobset_ops import JobSetOps
-
             return JobSetOps(self._api_client)
         return self._plain() if name == MODE_PLAIN else VolcanoOps(self._api_client)
 

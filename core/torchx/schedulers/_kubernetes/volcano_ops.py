@@ -65,7 +65,9 @@ def check_pod_names(resource: Mapping[str, Any]) -> None:
 
 
 def _api_exception() -> type[Exception]:
-    from kubernetes.client.rest import ApiException
+    from kubernetes.client.rest import (  # lazy: kubernetes ~300 ms; runopts/dryrun skip it
+        ApiException,
+    )
 
     exc: type[Exception] = ApiException
     return exc
