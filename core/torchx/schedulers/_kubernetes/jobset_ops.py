@@ -36,6 +36,7 @@ from torchx.schedulers._kubernetes.render import to_plain
 from torchx.schedulers._kubernetes.request import KubernetesJob
 from torchx.schedulers._kubernetes.settings import Settings
 from torchx.schedulers._kubernetes.startup import ANNOTATION_STOPPED_REASON, jobset_summary
+from torchx.schedulers._kubernetes.unstarted import delete_unstarted_pods
 from torchx.schedulers.api import DescribeAppResponse, ListAppResponse
 from torchx.schedulers.labels import app_labels
 from torchx.specs.api import AppDef, AppState, is_terminal
@@ -255,6 +256,7 @@ class JobSetOps(ModeClients):
         self._custom.patch_namespaced_custom_object(*_CRD, namespace, JOBSET_PLURAL, name, body)
         if kueue.LABEL_KUEUE_QUEUE in (jobset["metadata"].get("labels") or {}):
             kueue.deactivate(self._custom, namespace, [jobset["metadata"].get("uid", "")])
+        self._drop_unstarted(namespace, name)
 
     def delete(self, namespace: str, name: str) -> None:
         """Delete the JobSet (its Jobs, pods and Service go with it)."""
@@ -267,6 +269,12 @@ class JobSetOps(ModeClients):
         except _api_exception() as e:
             if getattr(e, "status", None) != 404:
                 raise
+        self._drop_unstarted(namespace, name)
+
+    def _drop_unstarted(self, namespace: str, name: str) -> None:
+        """Pods that never ran go at once, not after their pull back-off (see ``unstarted``)."""
+        selector = f"{_NAME_LABEL}={name}"
+        delete_unstarted_pods(self._core, namespace, selector, _api_exception(), self._sleep)
 
 
 def _list_state(jobset: dict[str, Any]) -> AppState:

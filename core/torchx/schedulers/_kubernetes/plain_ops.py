@@ -66,6 +66,7 @@ from torchx.schedulers._kubernetes.startup import (
     STARTUP_FAILED,
     plain_startup,
 )
+from torchx.schedulers._kubernetes.unstarted import delete_unstarted_pods
 from torchx.schedulers._kubernetes.waiting import events_reader
 from torchx.schedulers.api import DescribeAppResponse, ListAppResponse
 from torchx.schedulers.labels import app_labels
@@ -331,6 +332,10 @@ class PlainOps(ModeClients):
                 continue
             self._batch.patch_namespaced_job(job.metadata.name, namespace, body)
         deactivate_queued(self._custom, namespace, jobs)  # Kueue must not readmit them
+        # pods that never ran go at once, not after their pull back-off (see ``unstarted``)
+        delete_unstarted_pods(
+            self._core, namespace, app_selector(name), api_exception(), self._sleep
+        )
 
     def delete(self, namespace: str, name: str) -> None:
         """Delete the Jobs (their pods with them) and the Service; missing ones are skipped."""
@@ -342,6 +347,9 @@ class PlainOps(ModeClients):
                 propagation_policy="Background",
             )
         self._ignore_404(self._core.delete_namespaced_service, service_name(name), namespace)
+        delete_unstarted_pods(
+            self._core, namespace, app_selector(name), api_exception(), self._sleep
+        )
 
     def _ignore_404(self, call: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
         try:
