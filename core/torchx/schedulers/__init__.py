@@ -12,6 +12,8 @@ TorchX, where any scheduler plugin hid every builtin.
 
 from __future__ import annotations
 
+import os
+import sys
 from types import MappingProxyType
 
 # Every local_cwd supervisor imports this package (``torchx.schedulers._local.supervisor``):
@@ -92,7 +94,7 @@ class _LazyFactory:
         """The scheduler's ``run_opts()`` without importing it, or None when that needs it."""
         if not self._builtin.opts:
             return None
-        from importlib import import_module
+        from importlib import import_module  # lazy: not in local_cwd supervisors
 
         opts: runopts = import_module(self._builtin.opts).run_opts()
         return opts
@@ -107,7 +109,7 @@ class _LazyFactory:
 
 def _import_builtin(name: str, builtin: _Builtin) -> Any:
     try:
-        from importlib import import_module
+        from importlib import import_module  # lazy: not in local_cwd supervisors
 
         return import_module(builtin.module)
     except ModuleNotFoundError as e:
@@ -123,7 +125,7 @@ def _import_builtin(name: str, builtin: _Builtin) -> Any:
 
 def _module_available(module: str) -> bool:
     try:
-        import importlib.util
+        import importlib.util  # lazy: ~8 ms, not in local_cwd supervisors
 
         return importlib.util.find_spec(module) is not None
     except ModuleNotFoundError:
@@ -151,7 +153,7 @@ def get_scheduler_factories(*, skip_defaults: bool = False) -> dict[str, Schedul
     """
     found: Mapping[str, SchedulerFactory] = {}
     if _may_have_plugin_schedulers():
-        from torchx import plugins
+        from torchx import plugins  # lazy: the plugin registry ~10 ms, only if one may exist
 
         found = plugins.registry().get(plugins.PluginType.SCHEDULER)
     if skip_defaults:
@@ -169,10 +171,9 @@ def _may_have_plugin_schedulers() -> bool:
     distribution may declare ``torchx.schedulers`` entry points, and the registry was not
     imported already (then its state counts).
     """
-    import os
-    import sys
-
-    from torchx.util.entrypoints import group_may_have_entry_points
+    from torchx.util.entrypoints import (  # lazy: ~2 ms, not in local_cwd supervisors
+        group_may_have_entry_points,
+    )
 
     if "torchx.plugins._registry" in sys.modules or "torchx_plugins" in sys.modules:
         return True
@@ -211,17 +212,19 @@ def __getattr__(name: str) -> Any:
     # ``plugins`` (importlib.metadata) and ``SchedulerFactory`` (typing) are imported on first
     # use, which every local_cwd supervisor would otherwise pay for.
     if name == "plugins":
-        from torchx import plugins as module
+        from torchx import plugins as module  # lazy: ~10 ms, not in local_cwd supervisors
 
         globals()["plugins"] = module
         return module
     if name == "SchedulerFactory":
-        from torchx.schedulers._factory import SchedulerFactory
+        from torchx.schedulers._factory import (  # lazy: typing ~8 ms, not in local_cwd supervisors
+            SchedulerFactory,
+        )
 
         globals()["SchedulerFactory"] = SchedulerFactory
         return SchedulerFactory
     if name == "Scheduler":
-        from torchx.schedulers.api import Scheduler
+        from torchx.schedulers.api import Scheduler  # lazy: ~25 ms, not in local_cwd supervisors
 
         globals()["Scheduler"] = Scheduler
         return Scheduler

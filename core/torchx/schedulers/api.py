@@ -9,6 +9,7 @@ from __future__ import annotations
 import abc
 import builtins
 import logging
+import os
 import time
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Generic, Optional, TypeVar, Union, cast
@@ -22,12 +23,11 @@ from torchx.schedulers._api_types import (
     split_lines,
     split_lines_iterator,
 )
-from torchx.specs.api import NULL_RESOURCE, AppDef, AppDryRunInfo, CfgVal, Role, runopts
+from torchx.specs.api import NULL_RESOURCE, AppDef, AppDryRunInfo, CfgVal, Role, Workspace, runopts
+from torchx.workspace.api import WorkspaceMixin
 
 if TYPE_CHECKING:
     from datetime import datetime
-
-    from torchx.specs.api import Workspace
 
 __all__ = [
     "DAYS_IN_2_WEEKS",
@@ -107,9 +107,6 @@ class Scheduler(abc.ABC, Generic[T]):
         Returns:
             The resolved run config.
         """
-        # lazy: workspace.api imports the spec types (~25 ms); run options need none
-        from torchx.workspace.api import WorkspaceMixin
-
         name = scheduler or self.backend
         resolved = self.run_opts().resolve(cfg)
         self._pre_build_validate(app, name, resolved)
@@ -128,8 +125,6 @@ class Scheduler(abc.ABC, Generic[T]):
         The default ignores it (as TorchX does), with a warning unless it is the current
         directory (the CLI's default).
         """
-        import os
-
         if _as_workspace(workspace) != _as_workspace(os.getcwd()):
             logger.warning(
                 "scheduler `%s` does not support workspaces: ignoring workspace `%s` of role `%s`",
@@ -166,9 +161,6 @@ class Scheduler(abc.ABC, Generic[T]):
 
     def run_opts(self) -> runopts:
         """Return the run options this scheduler accepts (plus workspace options)."""
-        # lazy: workspace.api imports the spec types (~25 ms); run options need none
-        from torchx.workspace.api import WorkspaceMixin
-
         opts = self._run_opts()
         if isinstance(self, WorkspaceMixin):
             opts.update(self.workspace_opts())
@@ -296,8 +288,6 @@ class Scheduler(abc.ABC, Generic[T]):
 
 
 def _as_workspace(workspace: Union[Workspace, str]) -> Workspace:
-    from torchx.specs.api import Workspace
-
     return Workspace.from_str(workspace) if isinstance(workspace, str) else workspace
 
 

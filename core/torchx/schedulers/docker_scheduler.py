@@ -20,6 +20,7 @@ Importing this module does not import the ``docker`` SDK (creating a scheduler d
 from __future__ import annotations
 
 import builtins
+import importlib.util
 import logging
 import os
 import time
@@ -77,6 +78,7 @@ from torchx.specs.api import (
     is_terminal,
 )
 from torchx.util.host import process_ident
+from torchx.version import __version__
 from torchx.workspace.docker_workspace import DockerWorkspaceMixin
 
 if TYPE_CHECKING:
@@ -111,8 +113,6 @@ _INSTALL_HINT = "pip install 'torchx-flow[docker]'"
 
 def has_docker() -> bool:
     """Returns whether the ``docker`` SDK is installed (without importing it)."""
-    import importlib.util
-
     return importlib.util.find_spec("docker") is not None
 
 
@@ -123,7 +123,9 @@ def _engine(client: Optional[Any]) -> DockerEngine:
             f" install it with: {_INSTALL_HINT}",
             name="docker",
         )
-    from torchx.schedulers._docker._client import DockerEngine
+    from torchx.schedulers._docker._client import (  # lazy: docker SDK ~170 ms; optional extra
+        DockerEngine,
+    )
 
     return DockerEngine(client)
 
@@ -149,8 +151,6 @@ def _role_replicas(job: DockerJob) -> list[tuple[str, int]]:
 
 
 def _version() -> str:
-    from torchx.version import __version__
-
     return __version__
 
 

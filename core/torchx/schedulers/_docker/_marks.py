@@ -27,11 +27,11 @@ from torchx.schedulers._docker._request import (
     LABEL_SESSION,
 )
 from torchx.schedulers._docker._state import ContainerInfo, app_state, container_state
+from torchx.schedulers.api import ListAppResponse
 from torchx.schedulers.labels import LabelledApp, app_labels, matches
 
 if TYPE_CHECKING:
     from torchx.schedulers._docker._client import DockerEngine
-    from torchx.schedulers.api import ListAppResponse
 
 __all__ = [
     "LABEL_CANCELLED",
@@ -147,8 +147,6 @@ def add_labels(engine: DockerEngine, app_id: str, session: str, labels: Mapping[
 
 def session_apps(engine: DockerEngine, session: str) -> list[ListAppResponse]:
     """Lists a session's apps, in container creation order (``DockerScheduler.list``)."""
-    from torchx.schedulers.api import ListAppResponse
-
     rows = engine.containers(f"{LABEL_SESSION}={session}")
     cancelled, _ = marks(engine, f"{LABEL_SESSION}={session}")
     apps: dict[str, list[dict[str, Any]]] = {}
