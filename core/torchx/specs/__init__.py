@@ -141,7 +141,7 @@ _SUBMODULES = frozenset({"named_resources_aws", "named_resources_generic"})
 
 def __getattr__(name: str) -> Any:
     if name == "plugins":  # the module reference TorchX code patches; loaded on first use
-        from torchx import plugins
+        from torchx import plugins  # lazy: package entry point; the registry ~10 ms
 
         globals()["plugins"] = plugins
         return plugins

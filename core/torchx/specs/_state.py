@@ -199,7 +199,7 @@ class AppStatus:
         return format_error_message(msg, header, width)
 
     def __repr__(self) -> str:
-        import yaml
+        import yaml  # lazy: yaml ~17 ms; import torchx.specs must not load it
 
         status = asdict(self)
         status["state"] = repr(self.state)

@@ -68,7 +68,7 @@ class Workspace:
             return Workspace({})
         if _plain_path(workspace):  # what YAML would give back as is (no yaml import)
             return Workspace({workspace: ""})
-        import yaml
+        import yaml  # lazy: yaml ~17 ms; import torchx.specs must not load it
 
         parsed = yaml.safe_load(workspace)
         if isinstance(parsed, dict):

@@ -33,6 +33,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from torchx.specs import file_linter
+from torchx.specs._builtin_lookup import find_builtin
 from torchx.specs._component_record import _Component, _make_component
 from torchx.specs._finder_source import component_source
 from torchx.specs.api import TorchXError
@@ -305,7 +306,7 @@ def _not_found_message(name: str, known: list[str]) -> str:
             f"Component `{name}` not found: to run a function of a component file, name it"
             f" as `{name}:FUNCTION_NAME`"
         )
-    import difflib  # only for an error message
+    import difflib  # lazy: difflib ~14 ms here, error messages only
 
     close = difflib.get_close_matches(name, known, n=3)
     if close:
@@ -322,8 +323,6 @@ def _find_component(name: str, validators: list[ComponentFunctionValidator] | No
             )
         return CustomComponentsFinder(parts[0], parts[1]).find(validators)[0]
     if not _components:
-        from torchx.specs._builtin_lookup import find_builtin
-
         found: _Component | None = find_builtin(
             name,
             base_module=_BUILTINS_MODULE,
