@@ -12,7 +12,7 @@ def has_cuda_devices() -> bool:
     device (``torch.cuda.is_available()`` alone is not enough). False without torch.
     """
     try:
-        import torch
+        import torch  # lazy: an optional extra (the examples), absent here
     except ImportError:
         return False
     return bool(torch.cuda.is_available() and torch.cuda.device_count() > 0)

@@ -11,6 +11,9 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+import torchx
+from torchx.util import entrypoints
+
 __all__ = ["COMPONENTS_DIR", "get_abspath", "get_file_contents", "read_conf_file"]
 
 COMPONENTS_DIR: Path = Path("torchx/components")
@@ -22,8 +25,6 @@ def get_abspath(relpath: str) -> str:
 
     ``get_abspath("torchx/components/dist.py")`` is the builtin ``dist`` components file.
     """
-    import torchx
-
     return os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(torchx.__file__))), relpath)
 
 
@@ -39,8 +40,6 @@ def get_file_contents(conf_file: str) -> str | None:
     Returns:
         The file contents, or None when no such builtin file exists.
     """
-    import torchx
-
     pkg_dir = Path(torchx.__file__).resolve().parent
     for root in (pkg_dir, pkg_dir.parent):
         candidate = root / conf_file
@@ -50,8 +49,6 @@ def get_file_contents(conf_file: str) -> str | None:
 
 
 def _builtin_lookup() -> Callable[[str], str | None]:
-    from torchx.util import entrypoints
-
     fn = entrypoints.load("torchx.file", "get_file_contents", default=None)
     return fn if callable(fn) else get_file_contents
 

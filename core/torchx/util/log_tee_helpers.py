@@ -340,7 +340,9 @@ def tee_logs(
     """
     if runner is None:
         # TorchX's default: the one import of a layer above util (pyproject [tool.importlinter])
-        from torchx.runner import get_runner
+        from torchx.runner import (  # lazy: util -> runner, upwards (TorchX's tee_logs API)
+            get_runner,
+        )
 
         runner = get_runner()
     app = runner.describe(app_handle)

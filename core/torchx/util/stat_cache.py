@@ -20,8 +20,12 @@ Only ``os`` and ``sys`` are imported at module level: the callers run on the sta
 
 from __future__ import annotations
 
+import binascii
 import os
 import sys
+import time
+
+from torchx.util.entrypoints import _custom_distribution_finders, _dist_info_dirs
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -67,8 +71,6 @@ def stat_list(
         paths: the files and directories an entry depends on (duplicates are dropped).
         racy_seconds: how recent a change makes the list untrusted.
     """
-    import time
-
     racy_after = time.time_ns() - int(racy_seconds * 1e9)
     stats = []
     for path in dict.fromkeys(paths):
@@ -91,8 +93,6 @@ def path_entries() -> list[str] | None:
         The paths, or None when distributions cannot all be found by listing directories: a
         zip or an ``.egg`` on ``sys.path``, or a custom distribution finder installed.
     """
-    from torchx.util.entrypoints import _custom_distribution_finders, _dist_info_dirs
-
     if _custom_distribution_finders():
         return None
     paths = [os.path.abspath(entry) for entry in sys.path]
@@ -117,7 +117,7 @@ def package_dirs(dirs: Iterable[str]) -> Iterator[str]:
 
 
 def _stdlib_paths() -> tuple[str, tuple[str, ...]]:
-    import sysconfig
+    import sysconfig  # lazy: sysconfig ~2 ms; torchx --help skips it
 
     paths = sysconfig.get_paths()
     site = (os.path.join(paths["purelib"], ""), os.path.join(paths["platlib"], ""))
@@ -155,8 +155,6 @@ def cache_file(prefix: str, key: str, suffix: str) -> str:
 
     The CRC in the name lets several environments sharing a home keep their own entries.
     """
-    import binascii
-
     home = os.path.expanduser(os.environ.get("TORCHX_HOME") or "~/.torchx")
     crc = binascii.crc32(key.encode("utf-8", "surrogateescape"))
     return os.path.join(home, "cache", f"{prefix}{crc:08x}{suffix}")
