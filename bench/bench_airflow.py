@@ -12,7 +12,10 @@
 2. Parse cost: the import time of each file in dags/ next to an empty DAG file, in a fresh
    interpreter that has already imported ``airflow.sdk``.
 
-    python bench/bench_airflow.py [--tasks 5] [--rounds 3]
+    python bench/bench_airflow.py [--tasks 5] [--rounds 3] [--rows]
+
+``--rows`` runs only the task overhead and prints, as its last stdout line, the JSON rows
+``bench_launch.py --rows airflow`` adds to the issue-29 table: ``[[figure, value, goal], ...]``.
 """
 
 from __future__ import annotations
@@ -64,11 +67,14 @@ print(time.perf_counter() - t0)
 """
 
 
-def run_tasks(tmp: Path, n: int) -> dict[str, list[float]]:
-    """One ``dag.test()`` run of the bench DAG: task durations by kind, in task order."""
+def run_tasks(tmp: Path, n: int, template: Path) -> dict[str, list[float]]:
+    """One ``dag.test()`` run of the bench DAG: task durations by kind, in task order.
+
+    ``template`` caches the migrated database (migrated once, copied for each run).
+    """
     from torchx_airflow.local import dag_test_argv, prepare_home
 
-    env = {**os.environ, **prepare_home(tmp / "airflow")}
+    env = {**os.environ, **prepare_home(tmp / "airflow", template)}
     env["TORCHX_HOME"] = str(tmp / "torchx_home")
     env["PATH"] = f"{os.path.dirname(sys.executable)}:{env.get('PATH', '')}"
     dag = Path(env["AIRFLOW__CORE__DAGS_FOLDER"]) / "bench_airflow.py"
@@ -92,13 +98,20 @@ def run_tasks(tmp: Path, n: int) -> dict[str, list[float]]:
 KINDS = ("bash", "torchx", "lean")
 
 
-def bench_tasks(tmp: Path, n: int, rounds: int) -> None:
+ROW_FIGURE = "Airflow: TorchXOperator echo vs BashOperator, dag.test()"
+ROW_GOAL = "<= 1.2x"
+
+
+def bench_tasks(tmp: Path, n: int, rounds: int) -> dict[str, float]:
+    """Prints the task durations of each kind; returns their medians (seconds)."""
     durations: dict[str, list[float]] = {kind: [] for kind in KINDS}
     firsts: dict[str, list[float]] = {kind: [] for kind in KINDS}
+    print(f"load average before: {_load()}")
     for r in range(rounds):
-        for kind, values in run_tasks(tmp / f"round{r}", n).items():
+        for kind, values in run_tasks(tmp / f"round{r}", n, tmp / "db").items():
             firsts[kind].append(values[0])  # pays the imports (and Airflow's API server start)
             durations[kind] += values[1:]
+    print(f"load average after: {_load()}")
     medians = {kind: statistics.median(v) for kind, v in durations.items()}
     for kind in KINDS:
         spread = sorted(round(d * 1000) for d in durations[kind])
@@ -113,6 +126,18 @@ def bench_tasks(tmp: Path, n: int, rounds: int) -> None:
         "TorchXOperator(durable=False, torchx_conn_id=None) / BashOperator:"
         f" {medians['lean'] / bash:.2f}x (no connection read)"
     )
+    return medians
+
+
+def _load() -> str:
+    return " ".join(f"{v:.2f}" for v in os.getloadavg())
+
+
+def rows(medians: dict[str, float]) -> list[list[str]]:
+    """The issue-29 table rows: ``[figure, value, goal]`` (value: ``<ratio>x (<ms> vs <ms>)``)."""
+    bash, torchx = medians["bash"], medians["torchx"]
+    value = f"{torchx / bash:.2f}x ({torchx * 1000:.0f} vs {bash * 1000:.0f} ms)"
+    return [[ROW_FIGURE, value, ROW_GOAL]]
 
 
 def import_time(path: Path, env: dict[str, str], repeat: int = 3) -> float:
@@ -142,9 +167,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", type=int, default=5, help="tasks of each kind per run")
     parser.add_argument("--rounds", type=int, default=3, help="dag.test() runs")
+    parser.add_argument(
+        "--rows", action="store_true", help="task overhead only; last line: the JSON table rows"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench_airflow_") as tmp:
-        bench_tasks(Path(tmp), args.tasks, args.rounds)
+        medians = bench_tasks(Path(tmp), args.tasks, args.rounds)
+        if args.rows:
+            print(json.dumps(rows(medians)), flush=True)
+            return
         bench_imports(Path(tmp))
 
 
