@@ -77,10 +77,11 @@ typecheck: $(STAMP_DEV)
 	$(BIN)/mypy
 
 ## make bench: first the issue-29 launch table (bench/bench_launch.py: CLI and API side by side
-## with TorchX 0.7.0 in one interleaved run, goal met or not per row), then the other benches
+## with TorchX 0.7.0 in one interleaved run, the Kubernetes 1.35 and Airflow rows, goal met or
+## not per row), then the other benches
 bench: $(STAMP_DEV)
 	$(PY) -m compileall -q core adapters
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(PY) bench/bench_launch.py
+	PATH="$(CURDIR)/$(BIN):$$PATH" scripts/infra/with-infra.sh $(PY) bench/bench_launch.py --k8s --rows airflow
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(PY) bench/bench_local.py
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(PY) bench/bench_airflow.py
 	PATH="$(CURDIR)/$(BIN):$$PATH" scripts/infra/with-infra.sh $(PY) bench/bench_docker.py
