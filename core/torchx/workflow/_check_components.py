@@ -6,6 +6,7 @@ import inspect
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from torchx.schedulers import get_scheduler_factories
 from torchx.workflow._validate import line_of
 from torchx.workflow._yaml import Lines
 from torchx.workflow.errors import Issue, did_you_mean
@@ -77,7 +78,10 @@ def _check_args(fn: Callable[..., Any], args: Any, defaults: Mapping[str, str]) 
 
 
 def _check_component(pipeline: Pipeline, name: str, lines: Lines, cdefaults: Any) -> list[Issue]:
-    from torchx.specs.finder import get_component, get_components
+    from torchx.specs.finder import (  # lazy: ~12 ms; import torchx.workflow skips it
+        get_component,
+        get_components,
+    )
 
     step = pipeline.steps[name]
     if step.component is None:
@@ -99,8 +103,7 @@ def _check_component(pipeline: Pipeline, name: str, lines: Lines, cdefaults: Any
 
 
 def _check_names(pipeline: Pipeline, name: str, lines: Lines) -> list[Issue]:
-    from torchx.schedulers import get_scheduler_factories
-    from torchx.specs import named_resources
+    from torchx.specs import named_resources  # lazy: ~10 ms; import torchx.workflow skips it
 
     step = pipeline.effective(name)
     resolve = ValueRenderer(pipeline, pipeline.param_defaults(), placeholder=True)
@@ -137,7 +140,9 @@ def check_registries(pipeline: Pipeline, lines: Lines) -> list[Issue]:
         pipeline: a structurally valid pipeline.
         lines: its line map.
     """
-    from torchx.specs.torchxconfig import TorchXConfig
+    from torchx.specs.torchxconfig import (  # lazy: ~3 ms; import torchx.workflow skips it
+        TorchXConfig,
+    )
 
     cdefaults = TorchXConfig.discover().component_defaults()
     issues: list[Issue] = []

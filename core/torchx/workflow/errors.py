@@ -15,7 +15,7 @@ def did_you_mean(name: str, known: Iterable[str]) -> str:
         name: the unknown name.
         known: the valid names.
     """
-    import difflib  # only for an error (its import compiles regexes)
+    import difflib  # lazy: difflib ~14 ms here, error messages only
 
     close = difflib.get_close_matches(name, list(known), n=1)
     return f" (did you mean `{close[0]}`?)" if close else ""

@@ -6,6 +6,9 @@ import os
 from collections.abc import Mapping
 from typing import Any, Optional, Union
 
+from pydantic import ValidationError
+
+from torchx.workflow._check_components import check_registries
 from torchx.workflow._validate import check_pipeline, line_of
 from torchx.workflow._yaml import Lines, load_yaml
 from torchx.workflow.errors import Issue, WorkflowError, did_you_mean
@@ -63,8 +66,6 @@ def validate_pipeline(
     lines = lines or {}
     issues = check_pipeline(pipeline, lines)
     if not issues and registries:
-        from torchx.workflow._check_components import check_registries
-
         issues = check_registries(pipeline, lines)
     if issues:
         raise WorkflowError(issues, pipeline.source)
@@ -85,8 +86,6 @@ def pipeline_from_dict(
     Raises:
         WorkflowError: the document is not a valid pipeline.
     """
-    from pydantic import ValidationError
-
     lines = lines or {}
     if not isinstance(data, dict):
         raise WorkflowError([Issue("expected a mapping with `name` and `steps`", "", 1)], source)

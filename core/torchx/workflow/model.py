@@ -131,7 +131,9 @@ class Step(StepDefaults):
         if (self.component is None) == (self.app is None):
             raise ValueError("set exactly one of `component` (e.g. utils.echo) or `app`")
         if self.app is not None:
-            from torchx.specs.api import AppDef
+            from torchx.specs.api import (  # lazy: specs.api ~8 ms; import torchx.workflow skips it
+                AppDef,
+            )
 
             if not isinstance(self.app, AppDef):
                 raise ValueError(f"`app` must be a torchx.specs.AppDef, got {type(self.app)}")

@@ -279,7 +279,10 @@ def build_step(
         resolve: the run's renderer (upstream results filled).
         component_defaults: ``[component:NAME]`` defaults.
     """
-    from torchx.runner.launch import LaunchRequest, build_app
+    from torchx.runner.launch import (  # lazy: ~1 ms, more as runner grows; a DAG parse skips it
+        LaunchRequest,
+        build_app,
+    )
 
     step = pipeline.effective(name)
     r = step.model_copy(

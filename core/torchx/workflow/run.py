@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
+from torchx.specs.api import TORCHX_HOME
+
 __all__ = ["DONE_STATES", "PipelineRun", "StepRun", "list_runs", "runs_dir"]
 
 DONE_STATES = ("SUCCEEDED", "FAILED", "CANCELLED", "SKIPPED")
@@ -23,8 +25,6 @@ DONE_STATES = ("SUCCEEDED", "FAILED", "CANCELLED", "SKIPPED")
 
 def runs_dir() -> Path:
     """Returns ``$TORCHX_HOME/pipelines`` (created if missing)."""
-    from torchx.specs.api import TORCHX_HOME
-
     return TORCHX_HOME("pipelines")
 
 
