@@ -6,14 +6,16 @@
 
 from __future__ import annotations
 
+from torchx import version
 from torchx.version import __version__
 
 __all__ = ["__version__", "IMAGE"]
 
 
 def _resolve_image() -> str:
-    from torchx import version
-    from torchx.util.entrypoints import load
+    from torchx.util.entrypoints import (  # lazy: ~2 ms; import torchx (every supervisor) skips it
+        load,
+    )
 
     fn = load("torchx.version", "get_torchx_image", default=None)
     if callable(fn):

@@ -26,7 +26,10 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any, Optional
 
+from torchx.runner import get_runner
 from torchx.specs.api import AppDef, AppState, AppStatus
+from torchx.specs.builders import _create_args_parser
+from torchx.specs.finder import get_component
 
 __all__ = ["ComponentTestCase"]
 
@@ -62,9 +65,6 @@ class ComponentTestCase(unittest.TestCase):
             ComponentNotFoundException: no such function in the module.
             ComponentValidationException: the linter rejected the component.
         """
-        from torchx.specs.builders import _create_args_parser
-        from torchx.specs.finder import get_component
-
         module_path = getattr(module, "__file__", None)
         self.assertTrue(module_path, f"module {module.__name__} has no __file__")
         component = get_component(f"{os.path.abspath(str(module_path))}:{function_name}")
@@ -99,8 +99,6 @@ class ComponentTestCase(unittest.TestCase):
         Returns:
             The app's status, or None if the scheduler no longer knows the app.
         """
-        from torchx.runner import get_runner
-
         app = component(**(args or {}))
         with get_runner(name=None, component_defaults=None, **(scheduler_params or {})) as runner:
             handle = runner.run(app, scheduler)

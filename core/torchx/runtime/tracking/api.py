@@ -64,7 +64,7 @@ class FsspecResultTracker(ResultTracker):
 
     def put(self, key: KeyType, **results: ResultType) -> None:
         """Writes ``results`` as JSON to ``{tracker_base}/{key}.json``."""
-        import fsspec
+        import fsspec  # lazy: fsspec ~70 ms; only apps that put results
 
         fs, fs_path = fsspec.core.url_to_fs(self._path(key))
         fs.makedirs(fs_path.rpartition("/")[0] or "/", exist_ok=True)
@@ -73,7 +73,7 @@ class FsspecResultTracker(ResultTracker):
 
     def get(self, key: KeyType) -> dict[str, ResultType]:
         """Reads ``{tracker_base}/{key}.json``; ``{}`` if it does not exist."""
-        import fsspec
+        import fsspec  # lazy: fsspec ~70 ms; only apps that get results
 
         fs, fs_path = fsspec.core.url_to_fs(self._path(key))
         try:
