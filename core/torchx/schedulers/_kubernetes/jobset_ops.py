@@ -53,7 +53,9 @@ read JobSets (403: e.g. a launcher whose Role covers only the plain and volcano 
 
 
 def _api_exception() -> type[Exception]:
-    from kubernetes.client.rest import ApiException
+    from kubernetes.client.rest import (  # lazy: kubernetes ~300 ms; runopts/dryrun skip it
+        ApiException,
+    )
 
     exc: type[Exception] = ApiException
     return exc
