@@ -45,9 +45,9 @@ def torchx_launch(
             kubernetes scheduler every role mounts it there too.
         pvc_mount_path: where ``pvc`` is mounted.
     """
-    from collections import namedtuple
+    from collections import namedtuple  # lazy: KFP embeds this function's source
 
-    from torchx_kfp._in_task.launch import launch
+    from torchx_kfp._in_task.launch import launch  # lazy: KFP embeds this function's source
 
     spec = {"component": component, "args": args, "app": app, "overrides": overrides}
     handle = launch(

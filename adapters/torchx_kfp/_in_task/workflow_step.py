@@ -30,9 +30,9 @@ def torchx_workflow_step(
             step's app mounts it there too.
         pvc_mount_path: where ``pvc`` is mounted.
     """
-    from collections import namedtuple
+    from collections import namedtuple  # lazy: KFP embeds this function's source
 
-    from torchx_kfp._in_task.workflow_run import run_step
+    from torchx_kfp._in_task.workflow_run import run_step  # lazy: KFP embeds this function's source
 
     volume = (pvc, pvc_mount_path) if pvc else None
     handle = run_step(pipeline, step, params, upstream, env, volume)
