@@ -24,7 +24,7 @@ _LOG_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_APPEND
 
 
 class Replica:
-    """A replica of a role: spawns its process in a new session and copies its output to logs.
+    """A replica of a role: spawns its process in a new process group, copies its output to logs.
 
     Args:
         role: the role name.
@@ -54,7 +54,7 @@ class Replica:
     # -- process lifecycle -------------------------------------------------------------------
 
     def spawn(self, poller: Poller) -> OSError | None:
-        """Start the replica's process in its own session; return the error if exec failed."""
+        """Start the replica's process in its own process group; return the error if exec failed."""
         self._poller = poller
         self._open_logs()
         out_r, out_w = os.pipe()

@@ -117,11 +117,11 @@ def _run(args: list[str], cwd: str | None = None, env: dict[str, str] | None = N
     return output
 
 
-def test_spawn_runs_the_command_in_its_own_session(tmp_path: Path) -> None:
+def test_spawn_runs_the_command_in_its_own_process_group(tmp_path: Path) -> None:
     private = os.open(os.devnull, os.O_RDONLY)  # close-on-exec, as Python opens every fd
     try:
         code = (
-            "import os, sys; print(os.getpid() == os.getsid(0) == os.getpgid(0));"
+            "import os, sys; print(os.getpid() == os.getpgid(0) != os.getsid(0));"
             " print(sys.stdin.read() == '');"
             f" print(os.path.exists('/proc/self/fd/{private}')); print(os.getcwd())"
         )
