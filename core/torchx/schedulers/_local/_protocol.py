@@ -21,11 +21,11 @@ import signal
 import socket
 from pathlib import Path
 
+from torchx.schedulers._local import _wire
 from torchx.schedulers._local._wire import (
     REQUEST_FILE,
     STATE_FILE,
     SUPERVISOR_LOG,
-    write_json_atomic,
     write_request,
 )
 
@@ -48,6 +48,11 @@ __all__ = [
 ]
 
 TERMINAL_STATES = frozenset({"SUCCEEDED", "FAILED", "CANCELLED"})
+
+
+def write_json_atomic(path: str | os.PathLike[str], data: dict[str, Any]) -> None:
+    """``_wire.write_json_atomic`` with ``json``'s C encoder (the supervisor's is pure Python)."""
+    _wire.write_json_atomic(path, data, json.dumps)
 
 
 def read_json(path: Path) -> dict[str, Any] | None:

@@ -14,6 +14,7 @@ import os
 
 TYPE_CHECKING = False  # stdlib-only and fast to start: typing is imported for checkers only
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 __all__ = [
@@ -117,13 +118,24 @@ def dumps(value: Any) -> str:
     raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
-def write_json_atomic(path: str | os.PathLike[str], data: dict[str, Any]) -> None:
-    """Write ``data`` to ``path`` atomically (temp file in the same dir, then ``os.replace``)."""
+def write_json_atomic(
+    path: str | os.PathLike[str],
+    data: dict[str, Any],
+    encode: Callable[[Any], str] | None = None,
+) -> None:
+    """Write ``data`` to ``path`` atomically (temp file in the same dir, then ``os.replace``).
+
+    Args:
+        path: the file.
+        data: the JSON object.
+        encode: the encoder (default :func:`dumps`; the launcher passes ``json.dumps``, whose
+            C encoder is ~3x faster: a 128-replica ``request.json`` is ~100 kB).
+    """
     head, name = os.path.split(os.fspath(path))
     tmp = os.path.join(head, f".{name}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with open(fd, "w", encoding="utf-8") as f:
-        f.write(dumps(data))
+        f.write((encode or dumps)(data))
     os.replace(tmp, path)
 
 
