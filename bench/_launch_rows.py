@@ -47,8 +47,9 @@ print(time.perf_counter() - t0, time.process_time() - c0)
 
 ROW_SCRIPTS: dict[str, str] = {"airflow": "bench_airflow.py"}
 """Row name -> script in ``bench/`` whose ``--rows`` prints, as its last line, the JSON
-``[[figure, value, goal, verdict], ...]`` (``verdict``: ``"met"``/``"NOT met"``/``""``; it may
-be left out, then a ``<= Nx`` goal is checked against a value that starts with ``<number>x``)."""
+``[[figure, value, goal], ...]``, optionally with a fourth item, the verdict; without it a
+``<= Nx`` goal is checked against a value that starts with ``<number>x``
+(:func:`ratio_verdict`)."""
 
 
 def dag_parse(
@@ -174,10 +175,14 @@ def script_rows(name: str, ncols: int) -> list[list[str]]:
 
 
 def ratio_verdict(goal: str, value: str) -> str:
-    """``met``/``NOT met`` for a ``<= Nx`` goal and a ``<number>x`` value, else ``""``."""
+    """``met``/``NOT met`` (margin) for a ``<= Nx`` goal and a ``<number>x ...`` value, else ``""``.
+
+    ``bench_airflow.py --rows`` prints e.g. ``["...", "1.12x (61 vs 54 ms)", "<= 1.2x"]``.
+    """
     try:
         limit = float(goal.removeprefix("<=").strip().removesuffix("x"))
         found = float(value.split("x", 1)[0])
     except ValueError:
         return ""
-    return "met" if found <= limit else "NOT met"
+    margin = 1 - found / limit
+    return f"{'met' if margin >= 0 else 'NOT met'} ({margin:+.0%} margin)"
