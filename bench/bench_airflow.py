@@ -6,13 +6,17 @@
    medians over ``--rounds`` DAG runs (each run's first task of a kind pays that kind's imports
    and Airflow's API server start, so it is left out). A third kind,
    ``TorchXOperator`` with ``durable=False, torchx_conn_id=None``, skips the connection read, an
-   Airflow API round trip that BashOperator does not make; its supervisor, prestarted at the top of
-   ``execute``, then has no time to start before the launch. (``utils.echo`` ends within 50 ms, so
-   no kind writes the task state store.)
+   Airflow API round trip that BashOperator does not make; its supervisor, prestarted as the
+   fields render, then has less time to start before the launch. (``utils.echo`` ends within
+   50 ms, so no kind writes the task state store.)
 2. Parse cost: the import time of each file in dags/ next to an empty DAG file, in a fresh
    interpreter that has already imported ``airflow.sdk``.
 
-    python bench/bench_airflow.py [--tasks 5] [--rounds 3] [--rows]
+    python bench/bench_airflow.py [--tasks 5] [--rounds 3] [--rows | --phases]
+
+``--phases`` times, in the ``dag.test()`` process, what each kind's tasks spend where (Airflow's
+API calls, rendering, the connection read, launch, follow; medians per task, first task left
+out): where the operator's time goes next to BashOperator's.
 
 ``--rows`` runs only the task overhead and prints, as its last stdout line, the JSON rows
 ``bench_launch.py --rows airflow`` adds to the issue-29 table: ``[[figure, value, goal], ...]``.
@@ -21,6 +25,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import statistics
@@ -28,7 +33,9 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import time
 from pathlib import Path
+from typing import Any, Optional
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -67,10 +74,77 @@ print(time.perf_counter() - t0)
 """
 
 
-def run_tasks(tmp: Path, n: int, template: Path) -> dict[str, list[float]]:
+_SDK = "airflow.sdk.execution_time"
+_OP = "torchx_airflow.operators.torchx:TorchXOperator"
+PHASES = {
+    "API: start": "airflow.sdk.api.client:TaskInstanceOperations.start",
+    "render fields": f"{_SDK}.task_runner:RuntimeTaskInstance.render_templates",
+    "  prestart supervisor": f"{_OP}._prestart",
+    "  connection read": f"{_OP}._read_connection",
+    "API: rendered fields": "airflow.sdk.api.client:TaskInstanceOperations.set_rtif",
+    "execute": f"{_SDK}.task_runner:_execute_task",
+    "  find or launch": "torchx_airflow._manager:AppManager.find_or_launch",
+    "  follow to the end": "torchx_airflow._manager:AppManager.follow",
+    "  finish": "torchx_airflow._manager:AppManager.finish",
+    "API: XCom return_value": "airflow.sdk.api.client:XComOperations.set",
+    "API: succeed": "airflow.sdk.api.client:TaskInstanceOperations.succeed",
+}
+"""Phase -> ``module:qualname`` timed in the ``dag.test()`` process (``--phases``)."""
+
+
+def _time_phases(times: dict[str, dict[str, list[float]]]) -> None:
+    """Wraps each of :data:`PHASES`: its durations go to ``times[kind][phase]``."""
+    import importlib
+
+    from airflow.sdk.execution_time import supervisor
+
+    kind: list[str] = [""]
+    run = supervisor.run_task_in_process
+
+    def in_task(ti: Any, task: Any) -> Any:
+        kind[0] = ti.task_id.rsplit("_", 1)[0] if not ti.task_id.endswith("_0") else ""
+        return run(ti=ti, task=task)
+
+    supervisor.run_task_in_process = in_task  # type: ignore[assignment]
+    for phase, where in PHASES.items():
+        module, _, qualname = where.partition(":")
+        owner: Any = importlib.import_module(module)
+        *path, name = qualname.split(".")
+        for part in path:
+            owner = getattr(owner, part)
+        setattr(owner, name, _timed(getattr(owner, name), phase, kind, times))
+
+
+def _timed(fn: Any, phase: str, kind: list[str], times: dict[str, dict[str, list[float]]]) -> Any:
+    @functools.wraps(fn)
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            if kind[0]:
+                times.setdefault(kind[0], {}).setdefault(phase, []).append(time.perf_counter() - t0)
+
+    return timed
+
+
+def _phases_child(dag: str) -> None:
+    """In the ``dag.test()`` child: runs the DAG with :data:`PHASES` timed; prints JSON."""
+    from torchx_airflow.local import run_dag_test
+
+    times: dict[str, dict[str, list[float]]] = {}
+    _time_phases(times)
+    summary = run_dag_test(Path(dag), "bench_airflow")
+    print(json.dumps({"tasks": summary["tasks"], "phases": times}, default=str), flush=True)
+
+
+def run_tasks(
+    tmp: Path, n: int, template: Path, phases: Optional[dict[str, dict[str, list[float]]]] = None
+) -> dict[str, list[float]]:
     """One ``dag.test()`` run of the bench DAG: task durations by kind, in task order.
 
-    ``template`` caches the migrated database (migrated once, copied for each run).
+    ``template`` caches the migrated database (migrated once, copied for each run). With
+    ``phases``, the run times :data:`PHASES` and adds their durations to it.
     """
     from torchx_airflow.local import dag_test_argv, prepare_home
 
@@ -79,14 +153,16 @@ def run_tasks(tmp: Path, n: int, template: Path) -> dict[str, list[float]]:
     env["PATH"] = f"{os.path.dirname(sys.executable)}:{env.get('PATH', '')}"
     dag = Path(env["AIRFLOW__CORE__DAGS_FOLDER"]) / "bench_airflow.py"
     dag.write_text(textwrap.dedent(BENCH_DAG.format(n=n)))
-    out = subprocess.run(
-        dag_test_argv(dag, "bench_airflow"),
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    tasks = json.loads(out.stdout.strip().splitlines()[-1])["tasks"]
+    argv = dag_test_argv(dag, "bench_airflow")
+    if phases is not None:
+        argv = [sys.executable, __file__, "--phases-child", str(dag)]
+    out = subprocess.run(argv, env=env, capture_output=True, text=True, check=True)
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    if phases is not None:
+        for kind, found in result.get("phases", {}).items():
+            for phase, values in found.items():
+                phases.setdefault(kind, {}).setdefault(phase, []).extend(values)
+    tasks = result["tasks"]
     by_kind: dict[str, list[float]] = {}
     for kind in KINDS:
         ids = [k for k in tasks if k.startswith(kind + "_")]
@@ -102,13 +178,15 @@ ROW_FIGURE = "Airflow: TorchXOperator echo vs BashOperator, dag.test()"
 ROW_GOAL = "<= 1.2x"
 
 
-def bench_tasks(tmp: Path, n: int, rounds: int) -> dict[str, float]:
+def bench_tasks(
+    tmp: Path, n: int, rounds: int, phases: Optional[dict[str, dict[str, list[float]]]] = None
+) -> dict[str, float]:
     """Prints the task durations of each kind; returns their medians (seconds)."""
     durations: dict[str, list[float]] = {kind: [] for kind in KINDS}
     firsts: dict[str, list[float]] = {kind: [] for kind in KINDS}
     print(f"load average before: {_load()}")
     for r in range(rounds):
-        for kind, values in run_tasks(tmp / f"round{r}", n, tmp / "db").items():
+        for kind, values in run_tasks(tmp / f"round{r}", n, tmp / "db", phases).items():
             firsts[kind].append(values[0])  # pays the imports (and Airflow's API server start)
             durations[kind] += values[1:]
     print(f"load average after: {_load()}")
@@ -127,6 +205,17 @@ def bench_tasks(tmp: Path, n: int, rounds: int) -> dict[str, float]:
         f" {medians['lean'] / bash:.2f}x (no connection read)"
     )
     return medians
+
+
+def print_phases(phases: dict[str, dict[str, list[float]]]) -> None:
+    """Prints the median ms of each phase per kind (a phase a kind does not have: ``-``)."""
+    print(f"{'phase (median ms per task)':<28}" + "".join(f"{k:>9}" for k in KINDS))
+    for phase in PHASES:
+        cells = []
+        for kind in KINDS:
+            values = phases.get(kind, {}).get(phase)
+            cells.append(f"{statistics.median(values) * 1000:9.1f}" if values else f"{'-':>9}")
+        print(f"{phase:<28}" + "".join(cells))
 
 
 def _load() -> str:
@@ -170,9 +259,20 @@ def main() -> None:
     parser.add_argument(
         "--rows", action="store_true", help="task overhead only; last line: the JSON table rows"
     )
+    parser.add_argument(
+        "--phases", action="store_true", help="task overhead only, and where the time goes"
+    )
+    parser.add_argument("--phases-child", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.phases_child:
+        _phases_child(args.phases_child)
+        return
     with tempfile.TemporaryDirectory(prefix="bench_airflow_") as tmp:
-        medians = bench_tasks(Path(tmp), args.tasks, args.rounds)
+        phases: Optional[dict[str, dict[str, list[float]]]] = {} if args.phases else None
+        medians = bench_tasks(Path(tmp), args.tasks, args.rounds, phases)
+        if phases is not None:
+            print_phases(phases)
+            return
         if args.rows:
             print(json.dumps(rows(medians)), flush=True)
             return
