@@ -2,7 +2,8 @@
 
 The 1.20 tier (test_live_waiting.py) and the Kueue module cover image pulls and admission; this
 module covers the scheduler's own message for a pod no node can take (``Insufficient cpu``) and a
-container killed for its memory limit (``OOMKilled``), each read back through ``describe`` in
+container killed for its memory limit (``OOMKilled``) and one the kubelet cannot configure
+(``CreateContainerConfigError``), each read back through ``describe`` in
 both modes, as ``torchx status`` prints it.
 """
 
@@ -100,5 +101,27 @@ def test_a_container_over_its_memory_limit_reads_oomkilled(
         desc = describe_until(sched, app_id, "FAILED", lambda d: d.state == AppState.FAILED)
         assert "OOMKilled" in desc.msg and "worker[0]" in desc.msg, desc.msg
         assert "137" in desc.msg, desc.msg
+    finally:
+        cleaned(sched, client, ns, app_id)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_container_the_kubelet_cannot_configure_says_why(
+    sched: Any, client: Any, ns: str, mode: str
+) -> None:
+    from torchx.specs.overlays import set_overlay
+
+    spec = app("nonroot", "pass", Resource(cpu=0.25, gpu=0, memMB=64))
+    # the image runs as root: a pod that must not run as root cannot have its container made
+    set_overlay(
+        spec.roles[0], "kubernetes", "V1Pod", {"spec": {"securityContext": {"runAsNonRoot": True}}}
+    )
+    app_id = sched.submit(spec, cfg(ns, mode))
+    try:
+        desc = describe_until(
+            sched, app_id, "the kubelet's reason", lambda d: "CreateContainerConfigError" in d.msg
+        )
+        assert desc.state == AppState.PENDING and "worker[0]" in desc.msg, desc
+        assert "runAsNonRoot" in desc.msg, desc.msg
     finally:
         cleaned(sched, client, ns, app_id)
