@@ -1,10 +1,10 @@
 """Why a replica waits or failed, live on the current cluster (1.35), in plain and JobSet modes.
 
 The 1.20 tier (test_live_waiting.py) and the Kueue module cover image pulls and admission; this
-module covers the scheduler's own message for a pod no node can take (``Insufficient cpu``) and a
+module covers the scheduler's own message for a pod no node can take (``Insufficient cpu``), a
 container killed for its memory limit (``OOMKilled``) and one the kubelet cannot configure
-(``CreateContainerConfigError``), each read back through ``describe`` in
-both modes, as ``torchx status`` prints it.
+(``CreateContainerConfigError``), each read back through ``describe`` in both modes, as
+``torchx status`` prints it.
 """
 
 from __future__ import annotations
