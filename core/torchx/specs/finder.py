@@ -33,7 +33,6 @@ from collections.abc import Iterator
 from typing import Any
 
 from torchx.specs import file_linter
-from torchx.specs._builtin_lookup import find_builtin
 from torchx.specs._component_record import _Component, _make_component
 from torchx.specs._finder_source import component_source
 from torchx.specs.api import TorchXError
@@ -323,6 +322,10 @@ def _find_component(name: str, validators: list[ComponentFunctionValidator] | No
             )
         return CustomComponentsFinder(parts[0], parts[1]).find(validators)[0]
     if not _components:
+        from torchx.specs._builtin_lookup import (  # lazy: 0.2 ms; 'torchx builtins' skips it
+            find_builtin,
+        )
+
         found: _Component | None = find_builtin(
             name,
             base_module=_BUILTINS_MODULE,

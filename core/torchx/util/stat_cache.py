@@ -20,12 +20,9 @@ Only ``os`` and ``sys`` are imported at module level: the callers run on the sta
 
 from __future__ import annotations
 
-import binascii
 import os
 import sys
 import time
-
-from torchx.util.entrypoints import _custom_distribution_finders, _dist_info_dirs
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -93,6 +90,11 @@ def path_entries() -> list[str] | None:
         The paths, or None when distributions cannot all be found by listing directories: a
         zip or an ``.egg`` on ``sys.path``, or a custom distribution finder installed.
     """
+    from torchx.util.entrypoints import (  # lazy: ~2 ms; a warm start-up cache skips it
+        _custom_distribution_finders,
+        _dist_info_dirs,
+    )
+
     if _custom_distribution_finders():
         return None
     paths = [os.path.abspath(entry) for entry in sys.path]
@@ -155,6 +157,8 @@ def cache_file(prefix: str, key: str, suffix: str) -> str:
 
     The CRC in the name lets several environments sharing a home keep their own entries.
     """
+    import binascii  # lazy: 0.15 ms; 'torchx run' never calls this
+
     home = os.path.expanduser(os.environ.get("TORCHX_HOME") or "~/.torchx")
     crc = binascii.crc32(key.encode("utf-8", "surrogateescape"))
     return os.path.join(home, "cache", f"{prefix}{crc:08x}{suffix}")
