@@ -6,6 +6,11 @@ start. :func:`pause` stops it from the command's start; :func:`resume` restarts 
 app is submitted, before the (possibly hours long) wait. Reference counting frees memory as
 usual in between. Nothing happens unless :func:`pause` paused it (a library caller's own
 setting is left alone).
+
+:func:`resume` first moves every object then alive to the collector's permanent generation
+(``gc.freeze``): the modules, classes and functions of the start live as long as the command
+anyway, and the first collection after the pause would otherwise scan all of them (~27,000
+objects: 3.8 ms at load 6 against 0.06 ms, on the path between the launch and the wait).
 """
 
 from __future__ import annotations
@@ -30,4 +35,5 @@ def resume() -> None:
     global _paused
     if _paused:
         _paused = False
+        gc.freeze()
         gc.enable()
