@@ -57,8 +57,11 @@ def is_debug(argv: Sequence[str]) -> bool:
 def _is_user_error(e: BaseException) -> bool:
     if isinstance(e, _USER_ERRORS):
         return True
-    from torchx.specs.api import TorchXError
-    from torchx.specs.finder import ComponentNotFoundException, ComponentValidationException
+    from torchx.specs.api import TorchXError  # lazy: the specs, ~6 ms: errors only
+    from torchx.specs.finder import (  # lazy: errors only
+        ComponentNotFoundException,
+        ComponentValidationException,
+    )
 
     return isinstance(e, (TorchXError, ComponentNotFoundException, ComponentValidationException))
 
@@ -128,7 +131,7 @@ def handle_errors(argv: Sequence[str]) -> Iterator[None]:
 
 def _print_error(argv: Sequence[str], e: BaseException) -> None:
     if is_debug(argv):
-        import traceback
+        import traceback  # lazy: --log_level DEBUG errors only
 
         traceback.print_exc()
     try:

@@ -14,8 +14,11 @@ that shape the text (``main.py``, ``_lazy.py``, ``version.py``). The text is sto
 
 from __future__ import annotations
 
+import binascii
 import os
 import sys
+
+from torchx.cli import _startup_cache
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -56,8 +59,6 @@ def section_name() -> str:
 
     The locale variables are named by a CRC of their values (the cache holds no value).
     """
-    import binascii
-
     locale = "\x1f".join(os.environ.get(name, "") for name in _LOCALE_VARS)
     crc = binascii.crc32(locale.encode("utf-8", "surrogateescape"))
     return f"help width={terminal_columns()} locale={crc:08x}"
@@ -78,7 +79,6 @@ def cached_help(argv: Sequence[str]) -> str | None:
     """
     if list(argv) not in HELP_ARGS:
         return None
-    from torchx.cli import _startup_cache
 
     return _startup_cache.load(section_name())
 
@@ -94,8 +94,6 @@ def store_help(text: str) -> bool:
     Returns:
         Whether an entry was written (False when it could not be trusted).
     """
-    from torchx.cli import _startup_cache
-
     return _startup_cache.store(section_name(), text, _sources())
 
 

@@ -12,6 +12,7 @@ import importlib
 
 from torchx.cli._help_cache import terminal_columns
 from torchx.cli.cmd_base import SubCommand
+from torchx.util.entrypoints import group_may_have_entry_points as may_have
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -127,7 +128,5 @@ _UNBUILT: Any = object()
 
 
 def group_may_have_entry_points(group: str) -> bool:
-    """See :func:`torchx.util.entrypoints.group_may_have_entry_points` (imported lazily)."""
-    from torchx.util.entrypoints import group_may_have_entry_points as may_have
-
+    """See :func:`torchx.util.entrypoints.group_may_have_entry_points`."""
     return may_have(group)

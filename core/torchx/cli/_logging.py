@@ -21,7 +21,7 @@ __all__ = ["configure"]
 
 
 def _basic_config(logging: ModuleType, level: str) -> None:
-    from torchx.cli import colors
+    from torchx.cli import colors  # lazy: only once logging is imported
 
     logging.basicConfig(
         level=int(level) if level.isdigit() else level,
@@ -45,7 +45,7 @@ class _ConfigureOnImport:
     ) -> ModuleSpec | None:
         if name != "logging":
             return None
-        from importlib.machinery import PathFinder
+        from importlib.machinery import PathFinder  # lazy: in the import hook only
 
         spec = PathFinder.find_spec(name, path)
         loader = spec.loader if spec is not None else None

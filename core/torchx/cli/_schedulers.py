@@ -21,7 +21,9 @@ __all__ = [
 
 def scheduler_names() -> list[str]:
     """Returns the registered scheduler names, in registry order (the first is the default)."""
-    from torchx.schedulers import get_scheduler_factories
+    from torchx.schedulers import (  # lazy: its entry points, only when listed
+        get_scheduler_factories,
+    )
 
     return list(get_scheduler_factories())
 
@@ -33,7 +35,7 @@ def unknown_scheduler_message(name: str, names: Sequence[str]) -> str:
         name: the name the user gave.
         names: the registered names.
     """
-    import difflib
+    import difflib  # lazy: only for the error (difflib ~2 ms)
 
     close = difflib.get_close_matches(name, list(names), n=1)
     hint = f" Did you mean `{close[0]}`?" if close else ""

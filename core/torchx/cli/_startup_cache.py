@@ -31,10 +31,12 @@ value. Any error reading or writing it means the answer is computed.
 
 from __future__ import annotations
 
+import binascii
 import os
 import sys
 
 from torchx.util import stat_cache
+from torchx.version import __version__
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -92,7 +94,6 @@ def cache_dir() -> str:
 
 
 def _key() -> str:
-    from torchx.version import __version__
 
     paths = [os.path.abspath(p) for p in sys.path]  # "" names the working directory
     return "\x1f".join([sys.executable, sys.version, __version__, *paths])
@@ -100,8 +101,6 @@ def _key() -> str:
 
 def cache_path() -> str:
     """Returns the cache file of this interpreter and ``sys.path`` (not created)."""
-    import binascii
-
     crc = binascii.crc32(_key().encode("utf-8", "surrogateescape"))
     return os.path.join(cache_dir(), f"startup-{crc:08x}.txt")
 

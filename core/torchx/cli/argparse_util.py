@@ -110,7 +110,9 @@ class torchxconfig(argparse.Action):
         TorchX's cache (``_subcmd_configs.clear()`` empties it); it is re-read when the config
         location (``$TORCHXCONFIG``, the cwd, the directories) changed.
         """
-        from torchx.runner import config
+        from torchx.runner import (  # lazy: runner.config ~1 ms: only if a torchxconfig action runs
+            config,
+        )
 
         dirs = list(config_dirs) if config_dirs is not None else None
         where = (

@@ -34,18 +34,22 @@ class CmdBuiltins(SubCommand):
 
     def _builtins(self) -> dict[str, _Component]:
         """Returns the valid builtin components by name (imports them; ``run`` uses a cache)."""
-        from torchx.specs.finder import get_components
+        from torchx.specs.finder import (  # lazy: the specs: torchx run imports this module
+            get_components,
+        )
 
         return get_components()
 
     def run(self, args: argparse.Namespace) -> None:
         """Prints the component list, or the source of ``--print NAME``."""
         if args.print:
-            from torchx.specs import finder
+            from torchx.specs import finder  # lazy: the specs: torchx run imports this module
 
             print(finder.get_builtin_source(args.print))
             return
-        from torchx.cli._component_index import component_names
+        from torchx.cli._component_index import (  # lazy: torchx run imports this module
+            component_names,
+        )
 
         names = component_names()
         print(f"Found {len(names)} builtin components:")

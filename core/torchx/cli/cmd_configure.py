@@ -11,7 +11,9 @@ import argparse
 import sys
 
 from torchx.cli._errors import CliError
+from torchx.cli._schedulers import scheduler_names, unknown_scheduler_message
 from torchx.cli.cmd_base import SubCommand
+from torchx.runner import config
 
 __all__ = ["CmdConfigure"]
 
@@ -44,9 +46,6 @@ class CmdConfigure(SubCommand):
 
     def run(self, args: argparse.Namespace) -> None:
         """Writes (or prints) the config."""
-        from torchx.cli._schedulers import scheduler_names, unknown_scheduler_message
-        from torchx.runner import config
-
         schedulers = [s for s in (args.schedulers or "").split(",") if s] or None
         if schedulers:
             names = scheduler_names()

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import json
+from dataclasses import asdict
+from pprint import pformat
 from typing import TYPE_CHECKING
 
 from torchx.cli.cmd_base import AppHandleSubCommand, unknown_app_error
@@ -25,16 +28,11 @@ class CmdDescribe(AppHandleSubCommand):
 
     def run_with_runner(self, args: argparse.Namespace, runner: Runner) -> None:
         """Prints ``pformat(asdict(app), indent=2, width=80)`` (or JSON with ``--json``)."""
-        from dataclasses import asdict
-
         app = runner.describe(args.app_handle)
         if app is None:
             raise unknown_app_error(args.app_handle)
         if args.json:
-            import json
-
             print(json.dumps(asdict(app), indent=2, default=str))
             return
-        from pprint import pformat
 
         print(pformat(asdict(app), indent=2, width=80))

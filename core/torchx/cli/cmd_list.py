@@ -7,11 +7,15 @@ registered one. ``-cfg`` values win over the ``[SCHEDULER]`` section of ``.torch
 from __future__ import annotations
 
 import argparse
+import json
 from typing import Any
+
+from tabulate import tabulate
 
 from torchx.cli._schedulers import add_scheduler_argument, scheduler_names
 from torchx.cli.argparse_util import ArgOnceAction, torchxconfig_list
 from torchx.cli.cmd_base import SubCommand
+from torchx.runner import config
 
 __all__ = [
     "APP_NAME_HEADER",
@@ -30,7 +34,9 @@ NAME_HEADER = APP_NAME_HEADER  # TorchX's name for the same header
 
 def get_runner(*args: Any, **kwargs: Any) -> Any:
     """Returns ``torchx.runner.get_runner(*args, **kwargs)`` (looked up at call time)."""
-    from torchx.runner import get_runner as _get_runner
+    from torchx.runner import (  # lazy: looked up at call time (patched in tests)
+        get_runner as _get_runner,
+    )
 
     return _get_runner(*args, **kwargs)
 
@@ -64,18 +70,12 @@ class CmdList(SubCommand):
 
     def run(self, args: argparse.Namespace) -> None:
         """Prints the ``APP HANDLE``, ``APP NAME``, ``APP STATUS`` table."""
-        from tabulate import tabulate
-
-        from torchx.runner import config
-
         with get_runner() as runner:
             opts = runner.scheduler_run_opts(args.scheduler)
             cfg = dict(opts.cfg_from_str(args.scheduler_args or ""))
             config.apply(scheduler=args.scheduler, cfg=cfg)
             apps = runner.list(args.scheduler, cfg if cfg else None)  # as TorchX: {} -> None
         if args.json:
-            import json
-
             data = [
                 {
                     "app_handle": a.app_handle,

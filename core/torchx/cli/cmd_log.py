@@ -17,6 +17,9 @@ from typing import TYPE_CHECKING, Any, Optional, TextIO
 
 from torchx.cli._errors import CliError
 from torchx.cli.cmd_base import SubCommand, unknown_app_error
+from torchx.schedulers.api import Stream
+from torchx.specs.api import is_started
+from torchx.specs.builders import make_app_handle
 from torchx.util.colors import ENDC as ENDC
 from torchx.util.colors import GREEN as GREEN
 from torchx.util.log_tee_helpers import (
@@ -28,7 +31,6 @@ from torchx.util.log_tee_helpers import _prefix_line as _prefix_line
 
 if TYPE_CHECKING:
     from torchx.runner import Runner
-    from torchx.schedulers.api import Stream
     from torchx.specs.api import AppDef
 
 __all__ = [
@@ -53,7 +55,9 @@ print_log_lines = _print_log_lines
 
 def get_runner(*args: Any, **kwargs: Any) -> Runner:
     """Returns ``torchx.runner.get_runner(*args, **kwargs)`` (looked up at call time)."""
-    from torchx.runner import get_runner as _get_runner
+    from torchx.runner import (  # lazy: looked up at call time (patched in tests)
+        get_runner as _get_runner,
+    )
 
     return _get_runner(*args, **kwargs)
 
@@ -72,7 +76,6 @@ def validate(job_identifier: str) -> None:
 
 
 def _wait_until_started(runner: Runner, app_handle: str) -> None:
-    from torchx.specs.api import is_started
 
     waiting_logged = False
     while True:
@@ -138,8 +141,6 @@ def get_logs(
         CliError: malformed identifier, missing app or unknown role (exit code 1).
         Exception: the first exception raised while reading a replica's log.
     """
-    from torchx.specs.builders import make_app_handle
-
     validate(identifier)
     scheduler, _, rest = identifier.partition("://")
     path = rest.split("/")
@@ -185,8 +186,6 @@ class CmdLog(SubCommand):
 
     def run(self, args: argparse.Namespace) -> None:
         """Prints the logs to stdout."""
-        from torchx.schedulers.api import Stream
-
         streams = Stream(args.streams) if args.streams else None
         with get_runner() as runner:
             get_logs(

@@ -34,7 +34,9 @@ def _param(text: str) -> tuple[str, str]:
 
 def _load(path: str) -> Pipeline:
     try:
-        from torchx.workflow import load_pipeline
+        from torchx.workflow import (  # lazy: pydantic is optional (its ImportError -> CliError)
+            load_pipeline,
+        )
     except ImportError as e:
         raise CliError(
             f"`torchx pipeline` needs pydantic ({e}); pip install 'torchx-flow[workflow]'"
@@ -90,7 +92,9 @@ class CmdPipeline(SubCommand):
         getattr(self, f"_{args.pipeline_cmd}")(args)
 
     def _dryrun(self, args: argparse.Namespace) -> None:
-        from torchx.workflow.executor import dryrun_pipeline
+        from torchx.workflow.executor import (  # lazy: needs pydantic (optional): see _load
+            dryrun_pipeline,
+        )
 
         pipeline = _load(args.file)
         for name, info in dryrun_pipeline(pipeline, dict(args.params)):
@@ -99,8 +103,12 @@ class CmdPipeline(SubCommand):
         print(f"pipeline {pipeline.name}: {len(pipeline.steps)} steps valid")
 
     def _run(self, args: argparse.Namespace) -> None:
-        from torchx.workflow.executor import run_pipeline
-        from torchx.workflow.progress import make_progress
+        from torchx.workflow.executor import (  # lazy: needs pydantic (optional): see _load
+            run_pipeline,
+        )
+        from torchx.workflow.progress import (  # lazy: needs pydantic (optional): see _load
+            make_progress,
+        )
 
         pipeline = _load(args.file)
         resume = _resume_id(args.resume, pipeline.name)
@@ -135,8 +143,10 @@ class CmdPipeline(SubCommand):
             sys.exit(1)
 
     def _status(self, args: argparse.Namespace) -> None:
-        from torchx.workflow.progress import PlainProgress
-        from torchx.workflow.run import PipelineRun
+        from torchx.workflow.progress import (  # lazy: needs pydantic (optional): see _load
+            PlainProgress,
+        )
+        from torchx.workflow.run import PipelineRun  # lazy: needs pydantic (optional): see _load
 
         run = PipelineRun.load(args.run_id)
         if args.json:
@@ -148,7 +158,7 @@ class CmdPipeline(SubCommand):
         print(run.summary())
 
     def _list(self, args: argparse.Namespace) -> None:
-        from torchx.workflow.run import list_runs
+        from torchx.workflow.run import list_runs  # lazy: needs pydantic (optional): see _load
 
         runs = list_runs()
         if args.json:
@@ -161,7 +171,7 @@ class CmdPipeline(SubCommand):
 def _resume_id(resume: Optional[str], pipeline: str) -> Optional[str]:
     if resume != "latest":
         return resume
-    from torchx.workflow.run import list_runs
+    from torchx.workflow.run import list_runs  # lazy: needs pydantic (optional): see _load
 
     runs = list_runs(pipeline)
     if not runs:

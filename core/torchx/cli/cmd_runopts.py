@@ -11,6 +11,8 @@ import argparse
 
 from torchx.cli._schedulers import add_scheduler_argument, scheduler_names
 from torchx.cli.cmd_base import SubCommand
+from torchx.runner.config_io import scheduler_run_opts
+from torchx.schedulers import get_scheduler_factories
 
 __all__ = ["CmdRunopts"]
 
@@ -31,9 +33,6 @@ class CmdRunopts(SubCommand):
 
     def run(self, args: argparse.Namespace) -> None:
         r"""Prints ``"{scheduler}:\\n{runopts}\\n"`` per scheduler."""
-        from torchx.runner.config_io import scheduler_run_opts
-        from torchx.schedulers import get_scheduler_factories
-
         factories = get_scheduler_factories()
         for name in [args.scheduler] if args.scheduler else list(factories):
             try:

@@ -9,6 +9,8 @@ import sys
 from collections.abc import Sequence
 from typing import Optional
 
+from tabulate import tabulate
+
 from torchx.cli.cmd_base import SubCommand
 from torchx.tracker.api import Lineage, TrackerBase, build_trackers
 
@@ -19,13 +21,12 @@ DOCS_URL = "https://meta-pytorch.org/torchx/latest/runtime/tracking.html"
 
 def get_configured_trackers() -> dict[str, Optional[str]]:
     """Returns ``torchx.runner.api.get_configured_trackers()`` (looked up at call time)."""
-    from torchx.runner import api
+    from torchx.runner import api  # lazy: looked up at call time (patched in tests)
 
     return api.get_configured_trackers()
 
 
 def _table(rows: Sequence[Sequence[object]], headers: Sequence[str]) -> str:
-    from tabulate import tabulate
 
     return tabulate(rows, headers=list(headers))
 

@@ -20,10 +20,12 @@ from __future__ import annotations
 import os
 import sys
 
+from torchx.cli import _help_cache, _startup_cache
+from torchx.util import entrypoints  # importlib.metadata only when a group is declared
 from torchx.version import __version__
 
-# an answer served from the start-up cache (``_startup_cache``) imports this module only: argparse,
-# ``_lazy`` and ``cmd_base`` are imported where they are used
+# an answer served from the start-up cache (``_startup_cache``) imports this module and the two
+# caches only: argparse, ``_lazy`` and ``cmd_base`` are imported where they are used
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
@@ -77,13 +79,9 @@ def load_group(group: str, default: Any = None, skip_defaults: bool = False) -> 
         default: returned when the group is empty.
         skip_defaults: return None instead of ``default`` for an empty group.
     """
-    from torchx.cli._lazy import group_may_have_entry_points
-
-    if not group_may_have_entry_points(group):
+    if not entrypoints.group_may_have_entry_points(group):
         return None if skip_defaults else default
-    from torchx.util.entrypoints import load_group as _load_group
-
-    return _load_group(group, default=default, skip_defaults=skip_defaults)
+    return entrypoints.load_group(group, default=default, skip_defaults=skip_defaults)
 
 
 def get_default_sub_cmds() -> dict[str, SubCommand]:
@@ -92,7 +90,7 @@ def get_default_sub_cmds() -> dict[str, SubCommand]:
     Each value is a ``SubCommand`` that imports its module on first use (``.load()`` returns
     the real command object).
     """
-    from torchx.cli._lazy import LazySubCommand
+    from torchx.cli._lazy import LazySubCommand  # lazy: argparse, ~4 ms
 
     return {name: LazySubCommand(ref, help) for name, (ref, help) in _DEFAULT_SUB_CMDS.items()}
 
@@ -104,7 +102,7 @@ def get_sub_cmds() -> dict[str, SubCommand]:
         RuntimeError: a plugin command cannot be imported or instantiated.
         TypeError: a plugin entry point does not give a ``SubCommand``.
     """
-    from torchx.cli.cmd_base import SubCommand
+    from torchx.cli.cmd_base import SubCommand  # lazy: argparse, ~4 ms
 
     subcmds = get_default_sub_cmds()
     plugins: Mapping[str, Any] | None = load_group(CMDS_GROUP, default=None)
@@ -138,7 +136,7 @@ def _log_level(value: str) -> str:
     names = ("CRITICAL", "FATAL", "ERROR", "WARN", "WARNING", "INFO", "DEBUG", "NOTSET")
     if value.isdigit() or value.upper() in names:
         return value.upper()
-    import argparse
+    import argparse  # lazy: ~4 ms, not on the cached answers
 
     raise argparse.ArgumentTypeError(
         f"invalid log level `{value}`; use one of {', '.join(names)} or a number"
@@ -153,9 +151,9 @@ def create_parser(subcmds: Mapping[str, SubCommand]) -> argparse.ArgumentParser:
     Args:
         subcmds: the sub-commands by name.
     """
-    import argparse
+    import argparse  # lazy: ~4 ms, not on the cached answers
 
-    from torchx.cli._lazy import HelpFormatter, LazySubParsersAction
+    from torchx.cli._lazy import HelpFormatter, LazySubParsersAction  # lazy: argparse, ~4 ms
 
     parser = argparse.ArgumentParser(
         prog="torchx", description="torchx CLI", formatter_class=HelpFormatter
@@ -180,7 +178,7 @@ def create_parser(subcmds: Mapping[str, SubCommand]) -> argparse.ArgumentParser:
 
 
 def _configure_logging(level: str) -> None:
-    from torchx.cli import _logging
+    from torchx.cli import _logging  # lazy: the cached answers never log
 
     _logging.configure(level)  # when ``logging`` is first imported: listings never log
 
@@ -194,7 +192,7 @@ def run_main(subcmds: Mapping[str, SubCommand], argv: Sequence[str] | None = Non
         subcmds: the sub-commands by name.
         argv: the arguments (default ``sys.argv[1:]``).
     """
-    from torchx.cli._handler import handle_errors
+    from torchx.cli._handler import handle_errors  # lazy: signal enums, ~3 ms
 
     argv = list(sys.argv[1:] if argv is None else argv)
     with handle_errors(argv):
@@ -216,8 +214,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     Args:
         argv: the arguments (default ``sys.argv[1:]``).
     """
-    from torchx.cli import _help_cache, _startup_cache
-
     console = argv is None and _is_console_script()
     argv = list(sys.argv[1:] if argv is None else argv)
     _help_cache.print_cached_help(argv)  # these two exit when the stored answer is valid
@@ -234,14 +230,12 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 def _main(argv: list[str]) -> None:
     """:func:`main` past the start-up cache."""
-    from torchx.cli import _help_cache, _startup_cache
-
     if argv[:1] == ["run"]:
-        from torchx.cli import _gc
+        from torchx.cli import _gc  # lazy: torchx run only
 
         _gc.pause()  # resumed once the app is submitted (CmdRun)
-    from torchx.cli._handler import handle_errors
-    from torchx.cli._signals import install_signal_handlers
+    from torchx.cli._handler import handle_errors  # lazy: signal enums, ~3 ms
+    from torchx.cli._signals import install_signal_handlers  # lazy: signal enums, ~3 ms
 
     install_signal_handlers()
     with handle_errors(argv):
@@ -303,7 +297,7 @@ def _exit_now(code: object) -> None:
 
 def _only_builtins(subcmds: Mapping[str, SubCommand]) -> bool:
     """Whether ``subcmds`` are exactly the builtin commands (no ``torchx.cli.cmds`` plugin)."""
-    from torchx.cli._lazy import LazySubCommand
+    from torchx.cli._lazy import LazySubCommand  # lazy: argparse, ~4 ms
 
     return list(subcmds) == list(_DEFAULT_SUB_CMDS) and all(
         type(cmd) is LazySubCommand for cmd in subcmds.values()
