@@ -250,7 +250,10 @@ def test_docker_stop_of_the_launcher_cancels_its_app(client: Any) -> None:
     from torchx.schedulers.kubernetes_scheduler import create_scheduler
 
     args = ["--image", IMAGE, "--num_replicas", "2", "--cpu", "1", "--memMB", "1024"]
-    args += ["sh", "-c", 'echo "token=$TX_TOKEN"; exec sleep 600']
+    # PID 1 a shell that ends on SIGTERM (utils.sh's ``sh -c`` execs it; a PID 1 without a
+    # handler ignores SIGTERM: the cancelled pods waited out their 30 s grace period)
+    script = "trap 'exit 143' TERM; echo \"token=$TX_TOKEN\"; sleep 600 & wait"
+    args += ["exec", "sh", "-c", script]
     with namespace(client, "tx-kfp-cancel") as ns:
         secret = apply_rbac(client, ns)
         body = k8s.V1Secret(metadata=k8s.V1ObjectMeta(name=TRACKER_SECRET))
