@@ -84,7 +84,9 @@ def inject_env(
         if parent_run_id:
             role.env[ENV_TORCHX_PARENT_RUN_ID] = parent_run_id
         if trackers:
-            from torchx.tracker.api import tracker_config_env_var_name
+            from torchx.tracker.api import (  # lazy: trackers configured only (plugins)
+                tracker_config_env_var_name,
+            )
 
             role.env[ENV_TORCHX_TRACKERS] = ",".join(trackers)
             for name, config in trackers.items():

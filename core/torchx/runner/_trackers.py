@@ -49,7 +49,9 @@ def get_configured_trackers(config: Optional[TorchXConfig] = None) -> dict[str, 
         names = [n.strip() for n in env_names.split(",") if n.strip()]
     trackers: dict[str, Optional[str]] = {}
     if names:  # torchx.tracker.api (plugins, lineage) only when a tracker is configured
-        from torchx.tracker.api import tracker_config_env_var_name
+        from torchx.tracker.api import (  # lazy: trackers configured only (plugins)
+            tracker_config_env_var_name,
+        )
     for name in names:
         from_file = config.get("tracker:" + name, "config")
         trackers[name] = os.environ.get(tracker_config_env_var_name(name), from_file)
@@ -80,7 +82,7 @@ def record_parent_link(
     configured = get_configured_trackers(config)
     if not configured:
         return
-    from torchx.tracker.api import build_trackers
+    from torchx.tracker.api import build_trackers  # lazy: trackers configured only
 
     for tracker in build_trackers(configured):
         try:

@@ -335,7 +335,7 @@ def _earliest(deadline: Optional[float], timeout: Optional[float]) -> Optional[f
 def __getattr__(name: str) -> object:
     """Imports ``afollow`` on first use (``asyncio`` is not needed by ``torchx run``)."""
     if name == "afollow":
-        from torchx.runner._follow_async import afollow
+        from torchx.runner._follow_async import afollow  # lazy: asyncio, ~10 ms: the trigger only
 
         return afollow
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

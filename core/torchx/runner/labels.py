@@ -149,7 +149,7 @@ def set_app_labels(runner: Runner, app_handle: str, labels: Mapping[str, object]
         ValueError: the scheduler does not support labels, a key is invalid, or the app does
             not exist.
     """
-    from torchx.specs.api import parse_app_handle
+    from torchx.specs.api import parse_app_handle  # lazy: DAG files import this module
 
     scheduler, _, app_id = parse_app_handle(app_handle)
     sched: Any = runner._scheduler(scheduler)

@@ -89,8 +89,9 @@ class LaunchRequest:
         if self.max_retries is not None and self.max_retries < 0:
             raise ValueError(f"`max_retries` must be >= 0, got {self.max_retries}")
         if self.labels:
-            # lazy (as every import here): DAG files import LaunchRequest at parse time
-            from torchx.schedulers.labels import check_label_key
+            from torchx.schedulers.labels import (  # lazy: DAG files import LaunchRequest
+                check_label_key,
+            )
 
             for key in self.labels:
                 check_label_key(key)
@@ -131,9 +132,10 @@ def build_app(
     if request.app is not None:
         app = copy.deepcopy(request.app)
     else:
-        # lazy: docstring_parser and the component finder, only for a component name
-        from torchx.specs.builders import materialize_appdef
-        from torchx.specs.finder import get_component
+        from torchx.specs.builders import (  # lazy: docstring_parser, a component name only
+            materialize_appdef,
+        )
+        from torchx.specs.finder import get_component  # lazy: a component name only
 
         name = str(request.component)
         fn = get_component(name).fn
@@ -156,7 +158,7 @@ def _check_role_keys(value: PerRole, roles: Sequence[Role], what: str) -> None:
     names = [r.name for r in roles]
     for key in value:
         if key not in names:
-            import difflib  # only for an error message
+            import difflib  # lazy: only for an error message (difflib ~2 ms)
 
             close = difflib.get_close_matches(key, names, n=1)
             hint = f" (did you mean `{close[0]}`?)" if close else ""
@@ -184,7 +186,7 @@ def _apply_overrides(app: AppDef, request: LaunchRequest) -> None:
             role.retry_policy = policy
         role.env.update(request.env)
     if request.labels:
-        from torchx.schedulers.labels import labels_metadata
+        from torchx.schedulers.labels import labels_metadata  # lazy: see check_label_key
 
         app.metadata.update(labels_metadata(request.labels))
 
@@ -198,7 +200,7 @@ def _retry_policy(value: Union[RetryPolicy, str, None]) -> Optional[RetryPolicy]
         return RetryPolicy[str(value).upper()]
     except KeyError:
         names = [p.name for p in RetryPolicy]
-        import difflib  # only for an error message
+        import difflib  # lazy: only for an error message (difflib ~2 ms)
 
         close = difflib.get_close_matches(str(value).upper(), names, n=1)
         hint = f" (did you mean `{close[0]}`?)" if close else ""

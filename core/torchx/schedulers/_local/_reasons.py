@@ -27,7 +27,7 @@ def start_error(spec: dict[str, Any], error: BaseException) -> str:
 
 
 def _signal_name(code: int) -> str:
-    import signal  # enum-based: imported only when a replica was killed
+    import signal  # lazy: enums, ~3 ms of a supervisor start: a killed replica only
 
     try:
         return signal.Signals(-code).name

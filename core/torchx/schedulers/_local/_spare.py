@@ -165,7 +165,7 @@ _at_exit = False
 
 def _register_at_exit() -> None:
     global _at_exit
-    import atexit
+    import atexit  # lazy: a warm spare only (builtin, ~0.02 ms)
 
     _at_exit = True
     atexit.register(_close_warm)

@@ -85,7 +85,7 @@ class LocalApp:
         """
         roles = {role["name"]: role for role in self.request["roles"]}
         if role_name not in roles:
-            import difflib
+            import difflib  # lazy: only for the error (difflib ~2 ms)
 
             close = difflib.get_close_matches(role_name, list(roles), n=1)
             hint = f"Did you mean `{close[0]}`?" if close else f"Roles: {sorted(roles)}"
