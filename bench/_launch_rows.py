@@ -99,7 +99,7 @@ def dag_parse(
 def k8s_setup() -> tuple[str, str]:
     """The current cluster's kubeconfig and the namespace the rows use; exits if unusable."""
     sys.path.insert(0, str(REPO / "tests"))
-    from _infra import k8s_current_cluster
+    from _infra import k8s_current_cluster  # lazy: tests/ joins sys.path with --k8s only
 
     kube, why = k8s_current_cluster()
     if kube is None:
@@ -151,7 +151,7 @@ def k8s_rows(
 
 def delete_jobs(kube: str, ns: str) -> None:
     """Deletes the bench's Jobs (raw ones and torchx apps) from ``ns``."""
-    from kubernetes import client, config
+    from kubernetes import client, config  # lazy: ~300 ms, with --k8s only
 
     batch = client.BatchV1Api(config.new_client_from_config(config_file=kube))
     for job in batch.list_namespaced_job(ns).items:

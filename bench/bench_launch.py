@@ -54,6 +54,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _launch_rows as more
+from _torchx_venv import torchx_python
+from tabulate import tabulate
 
 REPO = Path(__file__).resolve().parents[1]
 REPEAT = int(os.environ.get("BENCH_REPEAT", "15"))
@@ -113,9 +115,6 @@ def envs(args: argparse.Namespace, home: str) -> list[Variant]:
         before = dict(base, PYTHONPATH=f"{args.before}/core:{args.before}/adapters")
         out.append(("before", sys.executable, before))
     out.insert(0, ("torchx-flow", sys.executable, ours))
-    sys.path.insert(0, str(Path(__file__).parent))
-    from _torchx_venv import torchx_python
-
     theirs, why = torchx_python()
     if theirs:
         out.append(("TorchX 0.7.0", theirs, dict(base)))
@@ -218,8 +217,6 @@ def main() -> None:
         "--rows", default="", help=f"rows of other scripts: {','.join(more.ROW_SCRIPTS)}"
     )
     args = parser.parse_args()
-    from tabulate import tabulate
-
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="bench_launch_") as home:
         variants = envs(args, home)
