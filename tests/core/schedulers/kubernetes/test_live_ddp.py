@@ -1,8 +1,11 @@
-"""A 2-pod ``dist.ddp -j 2x1`` run of ``examples/train.py`` trains for real on the local cluster.
+"""A 2-pod ``dist.ddp -j 2x1`` run of ``examples/train.py`` trains for real on the current cluster
+(1.35), in plain mode.
 
-Rank 1 reaches rank 0's c10d store at rank 0's pod IP (``rank0_address=pod_ip``: the cluster has
-no DNS; in production ``dns`` names rank 0 through the headless Service). The pods run this venv
-(``venv_image``, checkout mounted read-only) and write the checkpoint to a host directory.
+Rank 1 reaches rank 0's c10d store by rank 0's DNS name under the app's headless Service (the
+default ``rank0_address``, resolved by CoreDNS; JobSet mode: test_live_jobset_ddp.py). The pods
+run ``torchx-flow/python:3.11`` with this venv (and its torch) and checkout mounted read-only
+(the image with the venv on ``PATH`` is loaded into the cluster's containerd for the test) and
+write the checkpoint to a host directory.
 """
 
 from __future__ import annotations
@@ -14,21 +17,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _k8s_live import (
-    api_client,
-    docker_env,
-    leftovers,
-    mounts_arg,
-    namespace,
-    venv_image,
-    wait_until,
-)
+from _k8s_current import loaded_venv_image, module_client
+from _k8s_live import docker_env, leftovers, mounts_arg, namespace, wait_until
 from _support import run_torchx
 
 from torchx.schedulers.kubernetes_scheduler import create_scheduler
 from torchx.specs.api import is_terminal
 
-pytestmark = [pytest.mark.k8s, pytest.mark.slow, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.k8s_current, pytest.mark.slow, pytest.mark.timeout(900)]
 
 REPO = Path(__file__).resolve().parents[4]
 
@@ -36,9 +32,7 @@ REPO = Path(__file__).resolve().parents[4]
 @pytest.fixture(scope="module")
 def client() -> Iterator[Any]:
     pytest.importorskip("torch")
-    api = api_client()
-    yield api
-    api.close()
+    yield from module_client()
 
 
 def test_ddp_2x1_trains_across_two_pods(client: Any, tmp_path: Path) -> None:
@@ -46,8 +40,8 @@ def test_ddp_2x1_trains_across_two_pods(client: Any, tmp_path: Path) -> None:
     out.mkdir()
     empty = tmp_path / "empty"  # the cwd: an empty workspace leaves the image as it is
     empty.mkdir()
-    with namespace(client, "tx-ddp") as ns, venv_image() as image:
-        opts = f"mode=plain,namespace={ns},rank0_address=pod_ip,reserved_millicpu=950"
+    with namespace(client, "tx-ddp") as ns, loaded_venv_image() as image:
+        opts = f"mode=plain,namespace={ns},reserved_millicpu=950"
         run = run_torchx(
             "run", "-s", "kubernetes", "--workspace", "", "-cfg", opts,
             "dist.ddp", "-j", "2x1", "--cpu", "1", "--image", image,
@@ -62,6 +56,22 @@ def test_ddp_2x1_trains_across_two_pods(client: Any, tmp_path: Path) -> None:
         name = app_id.split(":", 1)[1]
 
         sched = create_scheduler("test", client=client)
+
+        # rank 1 names rank 0 through the app's headless Service: a DNS name, not a pod IP
+        def rank0_hosts() -> set[str]:
+            from kubernetes import client as k8s
+
+            found = k8s.CoreV1Api(client).list_namespaced_pod(
+                ns, label_selector=f"app.kubernetes.io/instance={name}"
+            )
+            if len(found.items) != 2:
+                return set()
+            envs = [{e.name: e.value for e in p.spec.containers[0].env or []} for p in found.items]
+            return {e.get("TORCHX_RANK0_HOST", "") for e in envs}
+
+        hosts = wait_until("both pods to be created", rank0_hosts, 120)
+        (peer_view,) = hosts - {"localhost"}  # rank 0 itself listens on localhost
+        assert peer_view.endswith(f".{name}.{ns}.svc"), hosts
 
         def ended() -> bool:
             desc = sched.describe(app_id)

@@ -1,4 +1,5 @@
-"""A half-created plain-mode app on the local cluster (``_kubernetes/plain_partial.py``).
+"""A half-created plain-mode app on the current local cluster (1.35;
+``_kubernetes/plain_partial.py``).
 
 A real submitter (``torchx.runner`` in a subprocess, rank 0 first with ``rank0_address=pod_ip``)
 is killed with SIGKILL between its two Job creations: it sleeps before the second one (the
@@ -15,12 +16,13 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from _k8s_current import module_client
 from _k8s_job_delay import delay_env
-from _k8s_live import IMAGE, leftovers, module_client, namespace, wait_until
+from _k8s_live import IMAGE, leftovers, namespace, wait_until
 
 from torchx.specs.api import AppDef, AppState, Resource, Role
 
-pytestmark = [pytest.mark.k8s, pytest.mark.slow]
+pytestmark = [pytest.mark.k8s_current, pytest.mark.slow]
 
 # PID 1 ignores SIGTERM unless it traps it (else every stop waits out the 30 s grace period)
 SLEEP = "trap 'exit 143' TERM; sleep 600 & wait"

@@ -1,4 +1,5 @@
-"""The scheduler asks only the mode of an app it knows (real cluster; requests counted).
+"""The scheduler asks only the mode of an app it knows (the current local
+cluster, 1.35; requests counted).
 
 ``_kubernetes.routing``: after ``schedule``, ``describe`` and ``wait_for_change`` of the app go
 to its mode alone (no Volcano ``GET``, no JobSet read, no ``has_app`` probe); an app deleted
@@ -12,11 +13,12 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from _k8s_live import IMAGE, leftovers, module_client, namespace, wait_until
+from _k8s_current import module_client
+from _k8s_live import IMAGE, leftovers, namespace, wait_until
 
 from torchx.specs.api import AppDef, Resource, Role
 
-pytestmark = [pytest.mark.k8s]
+pytestmark = [pytest.mark.k8s_current]
 
 # pid 1 traps TERM so that a stop does not wait out the grace period
 SLEEP = "trap 'exit 143' TERM; sleep 600 & wait"

@@ -1,5 +1,5 @@
-"""``torchx.testing.SchedulerTestSuite`` against the kubernetes scheduler in plain mode, on the
-real local cluster (see ``tests/_k8s_live.py`` for what it relies on).
+"""``torchx.testing.SchedulerTestSuite`` on the current cluster (1.35, CoreDNS, Kueue, JobSet), in
+JobSet mode and in plain mode.
 
 Adaptations, each for a stated reason:
 
@@ -7,9 +7,13 @@ Adaptations, each for a stated reason:
   the kube context's namespace (``default`` in the local cluster's kubeconfig); every test
   deletes what it submitted;
 - each pod gets ``/tmp`` from a host directory: the ``retry`` app keeps a marker file in ``/tmp``
-  between attempts, and every plain-mode retry is a new pod;
+  between attempts, and every plain-mode retry or JobSet restart makes new pods;
 - CPU requests are kept small (``reserved_millicpu``), the node has 2 CPUs;
 - unknown app ids are of the ``namespace:name`` form kubernetes app ids have.
+
+Rank 0 is reached by DNS (the default ``rank0_address``), which this cluster serves.
+``torchx-flow/python:3.11`` is loaded into the cluster's containerd by the start script (its tag
+is not ``latest``: never pulled).
 """
 
 from __future__ import annotations
@@ -25,17 +29,18 @@ from torchx.schedulers.api import Scheduler
 from torchx.specs.api import AppDef, BindMount, CfgVal
 from torchx.testing import SchedulerTestSuite
 
-pytestmark = [pytest.mark.k8s, pytest.mark.slow]
+pytestmark = [pytest.mark.k8s_current, pytest.mark.slow]
 
 
-class TestKubernetesPlain(SchedulerTestSuite):
+class _CurrentCluster(SchedulerTestSuite):
     timeout = 180.0
     supports_streams = False  # the API server keeps one combined log per container
-    omit_unsupported = True  # so the streams test is left out, not reported skipped
+    omit_unsupported = True
+    mode = ""
 
     @classmethod
     def setup_class(cls) -> None:
-        cls._tmp = tempfile.TemporaryDirectory(prefix="tx-k8s-suite-")
+        cls._tmp = tempfile.TemporaryDirectory(prefix=f"tx-k8s-{cls.mode}-suite-")
 
     @classmethod
     def teardown_class(cls) -> None:
@@ -50,12 +55,7 @@ class TestKubernetesPlain(SchedulerTestSuite):
         return IMAGE
 
     def cfg(self) -> Mapping[str, CfgVal]:
-        return {
-            "mode": "plain",
-            "namespace": "default",
-            "rank0_address": "pod_ip",
-            "reserved_millicpu": 950,
-        }
+        return {"mode": self.mode, "namespace": "default", "reserved_millicpu": 950}
 
     def make_app(self, kind: str) -> AppDef:
         app = super().make_app(kind)
@@ -68,3 +68,11 @@ class TestKubernetesPlain(SchedulerTestSuite):
         assert self.scheduler.describe(unknown) is None
         assert not self.scheduler.exists(unknown)
         self.scheduler.cancel(unknown)  # a no-op
+
+
+class TestCurrentJobset(_CurrentCluster):
+    mode = "jobset"
+
+
+class TestCurrentPlain(_CurrentCluster):
+    mode = "plain"

@@ -1,9 +1,10 @@
-"""Why a replica waits, live on the local cluster (plain mode): an unschedulable pod and an image
-that cannot be pulled say so in ``AppStatus.msg``; ``startup_timeout`` cancels such an app with
-that reason and leaves no pod; ``torchx run --startup_timeout`` reports it and exits 1.
+"""Why a replica waits, live on the current cluster (1.35, plain mode): an unschedulable pod and
+an image that cannot be pulled say so in ``AppStatus.msg``; ``startup_timeout`` cancels such an
+app with that reason and leaves no pod; ``torchx run --startup_timeout`` reports it and exits 1.
 
-``torchx-flow/busybox:latest`` exists in the node's engine, but tag ``latest`` means pull policy
-Always and nothing can be pulled here: its pod waits in ``ErrImagePull``/``ImagePullBackOff``.
+``torchx-flow/busybox:latest`` is loaded into the cluster's containerd, but tag ``latest`` means
+pull policy Always and nothing can be pulled here: its pod waits in
+``ErrImagePull``/``ImagePullBackOff``.
 """
 
 from __future__ import annotations
@@ -15,11 +16,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _k8s_live import IMAGE, docker_env, leftovers, module_client, namespace, wait_until
+from _k8s_current import module_client
+from _k8s_live import IMAGE, docker_env, leftovers, namespace, wait_until
 
 from torchx.specs.api import AppDef, AppState, Resource, Role
 
-pytestmark = [pytest.mark.k8s, pytest.mark.slow]
+pytestmark = [pytest.mark.k8s_current, pytest.mark.slow]
 
 UNPULLABLE = "torchx-flow/busybox:latest"
 PULL_ERRORS = ("ErrImagePull", "ImagePullBackOff")

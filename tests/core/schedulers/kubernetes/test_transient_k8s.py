@@ -1,4 +1,5 @@
-"""A follow survives the Kubernetes API server dropping off, live (plain mode).
+"""A follow survives the Kubernetes API server dropping off, live on the current
+local cluster (1.35, plain mode).
 
 The runner talks to the local cluster through a loopback TCP proxy (TLS passes through: the
 server's certificate names 127.0.0.1). While the app prints its lines the test drops every
@@ -18,13 +19,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _k8s_live import IMAGE, leftovers, module_client, namespace, wait_until
+from _k8s_current import module_client
+from _k8s_live import IMAGE, leftovers, namespace, wait_until
 
 from torchx.runner import Runner
 from torchx.runner.follow import SchedulerUnreachableError, follow
 from torchx.specs.api import AppDef, AppState, Resource, Role
 
-pytestmark = [pytest.mark.k8s, pytest.mark.slow]
+pytestmark = [pytest.mark.k8s_current, pytest.mark.slow]
 
 COUNT = "i=0; while [ $i -lt 40 ]; do echo n $i; i=$((i+1)); sleep 0.25; done"
 
