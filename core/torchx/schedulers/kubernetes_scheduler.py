@@ -237,7 +237,7 @@ class KubernetesScheduler(
         super().close()
 
     def _get_active_context(self) -> dict[str, Any]:
-        from kubernetes import config  # lazy: kubernetes ~300 ms; runopts/dryrun skip it
+        from kubernetes import config  # lazy: ~300 ms; runopts kubernetes skips it
 
         _, active = config.list_kube_config_contexts()
         return dict(active or {})

@@ -33,7 +33,7 @@ def load_api_client(
     Raises:
         ClusterUnreachable: no configuration exists (says how to point at a cluster).
     """
-    from kubernetes import client, config  # lazy: kubernetes ~300 ms; runopts/dryrun skip it
+    from kubernetes import client, config  # lazy: ~300 ms; runopts kubernetes skips it
 
     configuration = client.Configuration()
     if in_cluster or kubeconfig or kubeconfig_text:
@@ -82,7 +82,7 @@ def api_server_errors(api_client: Any, doing: str) -> Iterator[None]:
     Raises:
         ClusterUnreachable: the server could not be reached.
     """
-    from urllib3.exceptions import HTTPError  # lazy: urllib3 ~70 ms; runopts/dryrun skip it
+    from urllib3.exceptions import HTTPError  # lazy: urllib3 ~70 ms; runopts kubernetes skips it
 
     try:
         yield

@@ -20,18 +20,18 @@ class ModeClients:
 
     @functools.cached_property
     def _core(self) -> Any:
-        from kubernetes import client  # lazy: kubernetes ~300 ms; runopts/dryrun skip it
+        from kubernetes import client  # lazy: ~300 ms; runopts kubernetes skips it
 
         return client.CoreV1Api(self._api_client())
 
     @functools.cached_property
     def _batch(self) -> Any:
-        from kubernetes import client  # lazy: kubernetes ~300 ms; runopts/dryrun skip it
+        from kubernetes import client  # lazy: ~300 ms; runopts kubernetes skips it
 
         return client.BatchV1Api(self._api_client())
 
     @functools.cached_property
     def _custom(self) -> Any:  # Volcano Jobs, JobSets, Kueue's Workloads
-        from kubernetes import client  # lazy: kubernetes ~300 ms; runopts/dryrun skip it
+        from kubernetes import client  # lazy: ~300 ms; runopts kubernetes skips it
 
         return client.CustomObjectsApi(self._api_client())

@@ -53,7 +53,7 @@ read JobSets (403: e.g. a launcher whose Role covers only the plain and volcano 
 
 
 def _api_exception() -> type[Exception]:
-    from kubernetes.client.rest import (  # lazy: kubernetes ~300 ms; runopts/dryrun skip it
+    from kubernetes.client.rest import (  # lazy: ~300 ms; runopts kubernetes skips it
         ApiException,
     )
 

@@ -132,7 +132,7 @@ def workload_lister(custom: Any) -> Callable[[str], list[dict[str, Any]]]:
     """``namespace -> Workloads`` through a ``CustomObjectsApi`` ([] when Kueue is absent)."""
 
     def list_workloads(namespace: str) -> list[dict[str, Any]]:
-        from kubernetes.client.rest import (  # lazy: kubernetes ~300 ms; runopts/dryrun skip it
+        from kubernetes.client.rest import (  # lazy: ~300 ms; runopts kubernetes skips it
             ApiException,
         )
 

@@ -23,7 +23,7 @@ def models() -> Any:
         ModuleNotFoundError: the kubernetes client is not installed (names the extra).
     """
     try:
-        from kubernetes.client import (  # lazy: kubernetes ~300 ms; runopts/dryrun skip it
+        from kubernetes.client import (  # lazy: ~300 ms; runopts kubernetes skips it
             models as k8s_models,
         )
     except ModuleNotFoundError as e:
@@ -36,7 +36,7 @@ def models() -> Any:
 
 @functools.cache
 def _shared_configuration() -> Any:
-    from kubernetes.client import Configuration  # lazy: kubernetes ~300 ms; runopts/dryrun skip it
+    from kubernetes.client import Configuration  # lazy: ~300 ms; runopts kubernetes skips it
 
     config = Configuration()
     config.client_side_validation = False  # the API server validates (validate_spec)
@@ -61,6 +61,6 @@ def new(kind: str, **fields: Any) -> Any:
 def api_client() -> Any:
     """An unconfigured ``ApiClient``, used only for (de)serialization, never for requests."""
     models()
-    from kubernetes.client import ApiClient  # lazy: kubernetes ~300 ms; runopts/dryrun skip it
+    from kubernetes.client import ApiClient  # lazy: ~300 ms; runopts kubernetes skips it
 
     return ApiClient(configuration=_shared_configuration())

@@ -38,7 +38,7 @@ PARAM_SUBMIT_MARGIN = "k8s_submit_margin"
 
 def api_exception() -> type[Exception]:
     """``kubernetes.client.rest.ApiException`` (imported on first use)."""
-    from kubernetes.client.rest import (  # lazy: kubernetes ~300 ms; runopts/dryrun skip it
+    from kubernetes.client.rest import (  # lazy: ~300 ms; runopts kubernetes skips it
         ApiException,
     )
 

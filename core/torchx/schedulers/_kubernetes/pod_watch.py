@@ -43,9 +43,9 @@ def await_pod_change(
             :data:`MAX_WATCH_SECONDS`).
         sleep: sleeps that many seconds (injected for tests).
     """
-    import urllib3  # lazy: urllib3 ~70 ms; runopts/dryrun skip it
-    from kubernetes import watch  # lazy: kubernetes ~300 ms; runopts/dryrun skip it
-    from kubernetes.client.exceptions import (  # lazy: kubernetes ~300 ms; runopts/dryrun skip it
+    import urllib3  # lazy: urllib3 ~70 ms; runopts kubernetes skips it
+    from kubernetes import watch  # lazy: ~300 ms; runopts kubernetes skips it
+    from kubernetes.client.exceptions import (  # lazy: ~300 ms; runopts kubernetes skips it
         ApiException,
     )
 

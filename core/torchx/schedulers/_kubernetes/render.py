@@ -66,7 +66,7 @@ class _Unsupported(Exception):
 
 @functools.cache
 def _yaml() -> Any:
-    import yaml  # lazy: yaml ~17 ms; runopts/dryrun skip it
+    import yaml  # lazy: yaml ~17 ms; runopts kubernetes skips it
 
     return yaml
 

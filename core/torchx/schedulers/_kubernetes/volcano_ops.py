@@ -65,7 +65,7 @@ def check_pod_names(resource: Mapping[str, Any]) -> None:
 
 
 def _api_exception() -> type[Exception]:
-    from kubernetes.client.rest import (  # lazy: kubernetes ~300 ms; runopts/dryrun skip it
+    from kubernetes.client.rest import (  # lazy: ~300 ms; runopts kubernetes skips it
         ApiException,
     )
 
