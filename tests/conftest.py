@@ -136,7 +136,16 @@ _STACK_GROUPS = (
 most two stacks run at a time (CPU), each on free loopback ports and its own namespace, about
 as long as each other (the Celery tests + lineage; the fault tests + docker-compose.yml)."""
 
-_FIRST = ("stack", "stack2", "k8s", "k8s_adapters", "k8s_current", "slurm", "kfp_local")
+_FIRST = (
+    "stack",
+    "stack2",
+    "k8s_current",
+    "k8s_current_adapters",
+    "k8s",
+    "k8s_adapters",
+    "slurm",
+    "kfp_local",
+)
 """The longest groups, handed to the workers first (longest first), the stacks at once."""
 
 _CORE_TESTS = Path(__file__).resolve().parent / "core"
@@ -149,7 +158,7 @@ def _xdist_group(item: pytest.Item) -> str:
     """The ``pytest-xdist`` group of a test: tests of one group run one after another.
 
     The modules of whole Airflow stacks share one of two groups (:data:`_STACK_GROUPS`); the
-    tests of each shared engine or cluster share theirs (the single-node cluster: two groups;
+    tests of each shared engine or cluster share theirs (each single-node cluster: two groups;
     the local Slurm); every other module is a group of its own (its module-scoped fixtures
     start once).
     """
@@ -162,10 +171,10 @@ def _xdist_group(item: pytest.Item) -> str:
         return "kfp_local"
     for marker in ("k8s", "k8s_current", "slurm"):
         if item.get_closest_marker(marker) is not None:
-            # the one-node cluster's tests in two groups, each app in a namespace of its own:
+            # each one-node cluster's tests in two groups, each app in a namespace of its own:
             # the scheduler's and CLI's (tests/core), the adapters', DAGs' and deploy's
-            if marker == "k8s" and not item.path.is_relative_to(_CORE_TESTS):
-                return "k8s_adapters"
+            if marker != "slurm" and not item.path.is_relative_to(_CORE_TESTS):
+                return f"{marker}_adapters"
             return marker
     return str(item.path)
 
