@@ -391,6 +391,10 @@ class CeleryStack:
         """``docker kill`` (SIGKILL) of one service's container."""
         self.containers()[service].kill()
 
+    def stop(self, service: str) -> None:
+        """``docker stop`` of one service's container (SIGTERM: a Celery worker shuts down warm)."""
+        self.containers()[service].stop(timeout=30)
+
     def start(self, service: str) -> None:
         """Starts a stopped service's container again."""
         self.containers()[service].start()

@@ -16,13 +16,13 @@ import hashlib
 import os
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import _support
 from _infra import REPO
 
 IMAGE = "torchx-flow/python:3.11"
@@ -126,16 +126,10 @@ def bind_mounts(*extra: str) -> list[Any]:
 def wait_until(what: str, check: Callable[[], Any], timeout: float = 180) -> Any:
     """Poll ``check`` every 0.25 s until it returns a truthy value; fail with ``what`` after.
 
-    Not a timed assertion: ``timeout`` only bounds a hung test.
+    :func:`_support.wait_until` with this module's argument order. Not a timed assertion:
+    ``timeout`` only bounds a hung test.
     """
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(0.25)
+    return _support.wait_until(check, timeout, what)
 
 
 @contextmanager

@@ -7,8 +7,11 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -75,6 +78,28 @@ def run_torchx(
         cwd=cwd,
         timeout=timeout,
     )
+
+
+def wait_until(predicate: Callable[[], T], timeout: float, what: str, interval: float = 0.25) -> T:
+    """Asks ``predicate`` every ``interval`` s until it returns a truthy value, and returns it.
+
+    Not a timed assertion: ``timeout`` only bounds a hung test.
+
+    Args:
+        predicate: what to ask (no argument); its first truthy answer is returned.
+        timeout: seconds before giving up.
+        what: what the test waits for, for the failure message.
+        interval: seconds between two asks.
+
+    Raises:
+        AssertionError: ``predicate`` said nothing truthy in ``timeout`` seconds.
+    """
+    deadline = time.monotonic() + timeout
+    while not (value := predicate()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+        time.sleep(interval)
+    return value
 
 
 def pid_alive(pid: int) -> bool:

@@ -1,12 +1,13 @@
 """The distributed Airflow stack (docker-compose.celery.yml) with faults injected.
 
-One stack per module (``stack`` fixture, about 2 minutes to start): CeleryExecutor with two
-Celery workers on distinct hosts, triggerer, scheduler, dag-processor, api-server, Postgres and
-Redis, on the local Docker engine; the apps run as pods of the local Kubernetes cluster (plain
-mode, a namespace of this module, kubeconfig given inline in the ``torchx`` connection). DAGs:
-the example DAG and dags/torchx_celery.py (variants of it with ``train`` as a
-2-replica DDP app). Each test starts with an empty namespace and leaves none of its Jobs or
-pods; the module's teardown leaves no container, network, volume or namespace.
+One stack for this module and test_dags_celery_lineage.py (``celery_stack``, tests/dags/conftest.py
+and tests/_celery_shared.py; about a minute to start): CeleryExecutor with two Celery workers on
+distinct hosts, triggerer, scheduler, dag-processor, api-server, Postgres and Redis, on the
+local Docker engine; the apps run as pods of the local Kubernetes cluster (plain mode, a
+namespace of the stack, kubeconfig given inline in the ``torchx`` connection). DAGs: the
+example DAG and dags/torchx_celery.py (variants of it with ``train`` as a 2-replica DDP app).
+Each test starts with an empty namespace and leaves none of its Jobs or pods; the stack's
+removal leaves no container, network, volume or namespace.
 
 The faults: a worker killed (SIGKILL) while ``train`` runs, right after the launch, and between
 the two Job creations of its app (a half-created app: the retry stops it and launches a whole
@@ -28,7 +29,6 @@ of ``torchx_train_half`` only: torchx reads no setting for it.
 from __future__ import annotations
 
 import json
-import shutil
 import time
 import urllib.parse
 from collections.abc import Callable, Iterator
@@ -36,69 +36,19 @@ from typing import Any, TypeVar
 
 import pytest
 from _airflow_rest import Api
-from _celery_stack import (
-    SECRETS,
-    WORKERS,
-    CeleryStack,
-    Cluster,
-    build_images,
-    closed_port,
-    unreachable,
-)
-from _infra import missing
-from _k8s_job_delay import CONTAINER_DIR, HOOK_DIR, hook_vars
+from _celery_stack import SECRETS, WORKERS, CeleryStack, Cluster
+from _support import wait_until
 
 pytestmark = [pytest.mark.docker, pytest.mark.k8s, pytest.mark.slow, pytest.mark.timeout(1500)]
 
-DAGS = (
-    "torchx_training_ddp",
-    "torchx_train",
-    "torchx_train_deferred",
-    "torchx_train_half",
-    "torchx_timeout",
-    "torchx_timeout_deferred",
-    "torchx_trigger_fault",
-)
 K8S = {"scheduler": "kubernetes"}
-# the submitter sleeps 15 s before rank 1's Job (the test-only hook, in the workers); an app
-# missing a Job reads FAILED once rank 0's container started more than 10 s ago
-HALF_DELAY = hook_vars(15, dag_id="torchx_train_half", folder=CONTAINER_DIR)
-HALF_CREATED = {"k8s_submit_margin": 10}
 T = TypeVar("T")
 
 
-def _service_env(stack: CeleryStack, closed: int) -> dict[str, dict[str, str]]:
-    """The fault connections: the triggerer cannot reach the cluster (its API server is
-    moved to the ``closed`` loopback port), the workers can."""
-    good = stack.connection()
-    half = {**good, "extra": {**good["extra"], "scheduler_params": HALF_CREATED}}
-    workers = {
-        "AIRFLOW_CONN_TORCHX_TRIGGER_FAULT": json.dumps(good),
-        "AIRFLOW_CONN_TORCHX_HALF_CREATED": json.dumps(half),
-        **HALF_DELAY,
-    }
-    triggerer = {"AIRFLOW_CONN_TORCHX_TRIGGER_FAULT": json.dumps(unreachable(good, closed))}
-    return {**dict.fromkeys(WORKERS, workers), "airflow-triggerer": triggerer}
-
-
-@pytest.fixture(scope="module")
-def stack() -> Iterator[CeleryStack]:
-    """The Celery stack, up and healthy, with the DAGs parsed; removed afterwards."""
-    if shutil.which("docker-compose") is None:
-        missing("docker-compose", "docker-compose is not installed (scripts/install-ci-deps.sh)")
-    build_images()
-    # a dead worker's task (or triggerer's trigger) moves on after 20 s without a heartbeat
-    stack = CeleryStack(settings={"HEARTBEAT_TIMEOUT": "20"})
-    held = closed_port()
-    stack.service_env = _service_env(stack, held.getsockname()[1])
-    stack.service_volumes = dict.fromkeys(WORKERS, [f"{HOOK_DIR}:{CONTAINER_DIR}:ro"])
-    try:
-        stack.up(DAGS)
-        yield stack
-    finally:
-        left = stack.down()
-        held.close()
-    assert left == [], f"left behind: {left}"
+@pytest.fixture
+def stack(celery_stack: CeleryStack) -> CeleryStack:
+    """The Celery stack (tests/_celery_shared.py), up and healthy, with the DAGs parsed."""
+    return celery_stack
 
 
 @pytest.fixture
@@ -192,11 +142,10 @@ def _until(
 
     Not a timed assertion: the bound only stops a hung test, with the run's details.
     """
-    deadline = time.monotonic() + 300
-    while not (value := found()):
-        assert time.monotonic() < deadline, _failure(api, stack, dag, run_id)
-        time.sleep(interval)
-    return value
+    try:
+        return wait_until(found, 300, f"the state {dag} {run_id} waits for", interval)
+    except AssertionError as timed_out:
+        raise AssertionError(f"{timed_out}\n{_failure(api, stack, dag, run_id)}") from None
 
 
 def _started_train(stack: CeleryStack, api: Api, dag: str, steps: int) -> tuple[str, str]:
@@ -376,7 +325,4 @@ def _app_state(stack: CeleryStack, app: str) -> str:
 
 
 def _wait_no_pods(cluster: Cluster, app: str) -> None:
-    deadline = time.monotonic() + 120
-    while pods := cluster.pods_of_app(app):
-        assert time.monotonic() < deadline, [p.metadata.name for p in pods]
-        time.sleep(1)
+    wait_until(lambda: not cluster.pods_of_app(app), 120, f"the pods of {app} to go", 1)

@@ -1,22 +1,20 @@
 """OpenLineage of TorchXOperator tasks in the distributed Airflow stack (docker-compose.celery.yml).
 
-One stack per listener mode (below), as in test_dags_celery.py (CeleryExecutor, Redis, Postgres,
-two Celery workers on distinct hosts; the apps are pods of the local cluster), with the DAG of
-dags/torchx_celery_lineage.py. Each worker runs the OpenLineage provider of its
+The stack of test_dags_celery.py (``celery_stack``, tests/_celery_shared.py: CeleryExecutor,
+Redis, Postgres, two Celery workers on distinct hosts; the apps are pods of the local cluster),
+with the DAG of dags/torchx_celery_lineage.py. Each worker runs the OpenLineage provider of its
 image with the client's file transport, writing to a file of its own on the stack's shared logs
-volume; the test reads both files from a container. The module runs twice, once per mode of the
-listener: in a thread (``[openlineage] execute_in_thread``, the README's setting) and forked
-(the provider's default; under ``dag.test`` it loses the COMPLETE/FAIL events, on a real Celery
-worker it does not). The ``train`` pod writes its own ``OPENLINEAGE*`` variables to the work
-directory every pod mounts. The module leaves no container, network, volume, namespace, Job or
-pod.
+volume; the test reads the file from a container. The test runs twice, once per mode of the
+listener: in a thread (``[openlineage] execute_in_thread``, the README's setting: worker 1)
+and forked (the provider's default, worker 2; under ``dag.test`` it loses the COMPLETE/FAIL
+events, on a real Celery worker it does not), with the other worker stopped meanwhile, so the
+tasks run where the mode is. The ``train`` pod writes its own ``OPENLINEAGE*`` variables to the
+work directory every pod mounts. The test leaves no Job or pod and both workers up.
 """
 
 from __future__ import annotations
 
 import json
-import shutil
-import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -24,73 +22,57 @@ from typing import Any
 import pytest
 from _airflow_rest import Api
 from _celery_faults import failure
-from _celery_stack import WORKERS, CeleryStack, build_images
-from _infra import REPO, missing
+from _celery_shared import LINEAGE_DAG as DAG
+from _celery_shared import LISTENER_MODES, events_file
+from _celery_shared import OPENLINEAGE_NAMESPACE as NAMESPACE
+from _celery_stack import WORKERS, CeleryStack
+from _support import wait_until
 
 pytestmark = [pytest.mark.docker, pytest.mark.k8s, pytest.mark.slow, pytest.mark.timeout(1500)]
 
-DAG = "torchx_lineage"
-NAMESPACE = "torchx-celery"
-LINEAGE_DAG = REPO / "dags" / "torchx_celery_lineage.py"
 
-
-def _events_file(worker: str) -> str:
-    return f"/opt/airflow/logs/openlineage-{worker}.jsonl"
-
-
-def _service_env(in_thread: bool) -> dict[str, dict[str, str]]:
-    """Each worker: the file transport to a file of its own, the listener's mode."""
-    env = {}
-    for worker in WORKERS:
-        transport = {"type": "file", "log_file_path": _events_file(worker), "append": True}
-        env[worker] = {
-            "AIRFLOW__OPENLINEAGE__TRANSPORT": json.dumps(transport),
-            "AIRFLOW__OPENLINEAGE__NAMESPACE": NAMESPACE,
-            "AIRFLOW__OPENLINEAGE__EXECUTE_IN_THREAD": str(in_thread),
-        }
-    return env
-
-
-@pytest.fixture(scope="module", params=["thread", "fork"])
-def stack(request: pytest.FixtureRequest) -> Iterator[CeleryStack]:
-    """The Celery stack with OpenLineage on the workers (the listener in a thread, or forked),
-    up and healthy; removed afterwards."""
-    if shutil.which("docker-compose") is None:
-        missing("docker-compose", "docker-compose is not installed (scripts/install-ci-deps.sh)")
-    build_images()
-    stack = CeleryStack(prefix="txflow-lineage")
-    stack.extra_dags = [LINEAGE_DAG]
-    stack.service_env = _service_env(request.param == "thread")
+@pytest.fixture(params=sorted(LISTENER_MODES))
+def worker(request: pytest.FixtureRequest, celery_stack: CeleryStack) -> Iterator[str]:
+    """The worker whose listener runs in the mode of the parameter, the only one up while the
+    test runs (the other is stopped, then started again and healthy)."""
+    mine = LISTENER_MODES[request.param]
+    others = [w for w in WORKERS if w != mine]
+    celery_stack.wait_healthy()  # an earlier test may have restarted a worker
+    for other in others:
+        celery_stack.stop(other)
     try:
-        stack.up((DAG,))
-        yield stack
+        yield mine
     finally:
-        left = stack.down()
-    assert left == [], f"left behind: {left}"
+        for other in others:
+            celery_stack.start(other)
+        celery_stack.wait_healthy()
+        celery_stack.cluster.empty()
+        assert celery_stack.cluster.leftovers() == []
 
 
-def _events(stack: CeleryStack) -> list[dict[str, Any]]:
-    """Every event both workers wrote so far (a worker that ran no task has no file)."""
-    found = []
-    for worker in WORKERS:
-        code, out = stack.exec(worker, ["cat", _events_file(worker)])
-        if code == 0:
-            found += [json.loads(line) for line in out.splitlines() if line.strip()]
-    return found
+def _events(stack: CeleryStack, worker: str) -> list[dict[str, Any]]:
+    """Every event the worker wrote so far (none before its first task)."""
+    code, out = stack.exec(worker, ["cat", events_file(worker)])
+    return [json.loads(line) for line in out.splitlines() if line.strip()] if code == 0 else []
 
 
-def _task_events(stack: CeleryStack, task: str, wanted: set[str]) -> dict[str, dict[str, Any]]:
-    """The last event of each type of the task's OpenLineage job, once ``wanted`` are there.
+def _task_events(
+    stack: CeleryStack, worker: str, task: str, wanted: set[str]
+) -> dict[str, dict[str, Any]]:
+    """The last event of each type of the task's OpenLineage job, once ``wanted`` are there
+    (the worker runs the DAG once: only in this test).
 
     The listener emits from a thread of the task process: the last event may come a little
     after the task's state. The bound only stops a hung test.
     """
-    deadline = time.monotonic() + 120
-    while True:
-        found = {e["eventType"]: e for e in _events(stack) if e["job"]["name"] == f"{DAG}.{task}"}
-        if wanted <= set(found) or time.monotonic() > deadline:
-            return found
-        time.sleep(2)
+
+    def found() -> dict[str, dict[str, Any]]:
+        return {
+            e["eventType"]: e for e in _events(stack, worker) if e["job"]["name"] == f"{DAG}.{task}"
+        }
+
+    wait_until(lambda: wanted <= set(found()), 120, f"{task}'s {sorted(wanted)} events", 2)
+    return found()
 
 
 def _datasets(event: dict[str, Any], kind: str) -> list[tuple[str, str]]:
@@ -98,8 +80,9 @@ def _datasets(event: dict[str, Any], kind: str) -> list[tuple[str, str]]:
 
 
 def test_celery_workers_emit_torchx_lineage_and_the_replica_gets_the_parent(
-    stack: CeleryStack,
+    celery_stack: CeleryStack, worker: str
 ) -> None:
+    stack = celery_stack
     assert stack.api is not None
     api: Api = stack.api
     out = stack.workdir / f"ol-env-{uuid.uuid4().hex[:8]}.json"
@@ -110,7 +93,8 @@ def test_celery_workers_emit_torchx_lineage_and_the_replica_gets_the_parent(
     assert tasks["bad"]["state"] == "failed", failure(api, stack, DAG, run_id)
     train = api.xcom(DAG, run_id, "train")
 
-    events = _task_events(stack, "train", {"START", "COMPLETE"})
+    assert {ti["hostname"] for ti in tasks.values()} == {worker}, tasks
+    events = _task_events(stack, worker, "train", {"START", "COMPLETE"})
     assert {"START", "COMPLETE"} <= set(events), failure(api, stack, DAG, run_id)
     start, complete = events["START"], events["COMPLETE"]
     assert start["job"]["namespace"] == NAMESPACE
@@ -136,7 +120,7 @@ def test_celery_workers_emit_torchx_lineage_and_the_replica_gets_the_parent(
     assert replica["OPENLINEAGE_PARENT_ID"] == f"{NAMESPACE}/{DAG}.train/{run}"
     assert replica["OPENLINEAGE_ROOT_PARENT_ID"].startswith(f"{NAMESPACE}/{DAG}/")
 
-    bad = _task_events(stack, "bad", {"START", "FAIL"})
+    bad = _task_events(stack, worker, "bad", {"START", "FAIL"})
     assert {"START", "FAIL"} <= set(bad), failure(api, stack, DAG, run_id)
     fail = bad["FAIL"]
     assert _datasets(fail, "outputs") == [("s3://ckpt", "bad")]
