@@ -1,11 +1,12 @@
-"""The example training DAG on the local Kubernetes cluster: triggered with
+"""The example training DAG on the current local Kubernetes cluster (1.35): triggered with
 ``{"scheduler": "kubernetes"}``, every step (prepare, the DDP train step, evaluate) runs as pods.
 
 What the run relies on (besides ``tests/_k8s_live.py``): the ``torchx_default`` connection (an
 ``AIRFLOW_CONN_*`` variable) carries a ``.torchxconfig`` whose ``[kubernetes]`` section selects
-plain mode in a fresh namespace, and whose ``[component:...]`` sections give the components an
-image with this venv on ``PATH`` and the mounts (checkout read-only, the work directory
-read-write at its host path, where the steps exchange data and the checkpoint).
+plain mode in a fresh namespace (rank 0 by its DNS name, the default), and whose
+``[component:...]`` sections give the components an image with this venv on ``PATH`` (loaded
+into the cluster's containerd) and the mounts (checkout read-only, the work directory read-write
+at its host path, where the steps exchange data and the checkpoint).
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _k8s_live import api_client, mounts_arg, namespace, venv_image
+from _k8s_current import loaded_venv_image
+from _k8s_live import api_client, mounts_arg, namespace
 from _support import run_training_dag
 
 pytestmark = [
@@ -26,7 +28,7 @@ pytestmark = [
         reason="apache-airflow is not installed (pip install -e '.[airflow]')",
     ),
     pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch is not installed"),
-    pytest.mark.k8s,
+    pytest.mark.k8s_current,
     pytest.mark.slow,
 ]
 
@@ -45,7 +47,6 @@ def torchxconfig(ns: str, image: str, workdir: Path) -> str:
 [kubernetes]
 mode = plain
 namespace = {ns}
-rank0_address = pod_ip
 reserved_millicpu = 950
 
 [component:utils.python]
@@ -63,7 +64,7 @@ def test_training_dag_runs_its_steps_as_pods(
 ) -> None:
     workdir = tmp_path / "work"
     workdir.mkdir()
-    with namespace(client, "tx-dag") as ns, venv_image() as image:
+    with namespace(client, "tx-dag") as ns, loaded_venv_image() as image:
         connection = {
             "conn_type": "torchx",
             "extra": {"torchxconfig": torchxconfig(ns, image, workdir)},

@@ -15,14 +15,15 @@ from typing import Any
 
 import pytest
 from _airflow_support import import_airflow_isolated
-from _k8s_live import leftovers, module_client, namespace, wait_until
+from _k8s_current import module_client
+from _k8s_live import leftovers, namespace, wait_until
 
 pytestmark = [
     pytest.mark.skipif(
         importlib.util.find_spec("airflow") is None,
         reason="apache-airflow is not installed (pip install -e '.[airflow]')",
     ),
-    pytest.mark.k8s,
+    pytest.mark.k8s_current,
     pytest.mark.slow,
 ]
 

@@ -101,7 +101,8 @@ def test_local_docker_wait_stops_on_a_signal(sig: signal.Signals, tmp_path: Path
 
 @pytest.fixture(scope="module")
 def k8s_ns() -> Iterator[tuple[Any, str]]:
-    from _k8s_live import module_client, namespace
+    from _k8s_current import module_client
+    from _k8s_live import namespace
 
     for client in module_client():
         with namespace(client, prefix="tx-sig") as name:
@@ -114,7 +115,7 @@ def pull_error(handle: str) -> bool:
     return "ErrImagePull" in msg or "ImagePullBackOff" in msg
 
 
-@pytest.mark.k8s
+@pytest.mark.k8s_current
 @pytest.mark.slow
 @pytest.mark.parametrize("sig", SIGNALS, ids=lambda s: s.name)
 def test_kubernetes_wait_stops_on_a_signal(
