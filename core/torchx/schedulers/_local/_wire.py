@@ -14,7 +14,7 @@ import os
 
 TYPE_CHECKING = False  # stdlib-only and fast to start: typing is imported for checkers only
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
     from typing import Any
 
 __all__ = [
@@ -161,6 +161,31 @@ def glob_match(name: str, pattern: str) -> bool:
     return all(c == "*" for c in pattern[p:])
 
 
+def glob_matcher(patterns: Sequence[str]) -> Callable[[str], bool]:
+    """A test of "matches one of ``patterns``" (:func:`glob_match`), made once for many names.
+
+    Names without a wildcard are looked up in a set and ``PREFIX*`` patterns are one
+    ``startswith``; only the other patterns are matched one by one (an Airflow worker's
+    environment against the default ``env_allow`` list: ~1000 calls per launch before).
+    """
+    exact, prefix, others = set(), [], []
+    for p in patterns:
+        if "*" not in p and "?" not in p:
+            exact.add(p)
+        elif p.endswith("*") and "*" not in p[:-1] and "?" not in p:
+            prefix.append(p[:-1])
+        else:
+            others.append(p)
+    prefixes = tuple(prefix)
+
+    def match(name: str) -> bool:
+        return (
+            name in exact or name.startswith(prefixes) or any(glob_match(name, p) for p in others)
+        )
+
+    return match
+
+
 def spawn_env(
     recorded: dict[str, str], inherited: dict[str, str], drop: list[str] | None = None
 ) -> dict[str, str]:
@@ -177,7 +202,8 @@ def spawn_env(
         drop: glob patterns (``*`` and ``?``, :func:`glob_match`) of inherited names to leave out.
     """
     if drop:
-        inherited = {k: v for k, v in inherited.items() if not any(glob_match(k, p) for p in drop)}
+        dropped = glob_matcher(drop)
+        inherited = {k: v for k, v in inherited.items() if not dropped(k)}
     env = {**inherited, **recorded}
     paths = [p.strip(":") for p in (recorded.get("PATH"), inherited.get("PATH")) if p]
     joined = ":".join(p for p in paths if p)
@@ -204,12 +230,8 @@ def allowed_env(
     """
     if allow is None:
         return None
-    return {
-        k: v
-        for k, v in inherited.items()
-        if (k == "PATH" or any(glob_match(k, p) for p in allow))
-        and not any(glob_match(k, p) for p in drop or ())
-    }
+    allowed, dropped = glob_matcher(allow), glob_matcher(drop or ())
+    return {k: v for k, v in inherited.items() if (k == "PATH" or allowed(k)) and not dropped(k)}
 
 
 def parse_supervisor_args(argv: list[str]) -> tuple[str, int, int | None]:
