@@ -45,6 +45,9 @@ PIPELINES = os.environ.get("TORCHX_FLOW_PIPELINES") or os.path.join(
 )
 START = datetime(2025, 1, 1)
 _DEFAULTS = {"retry_delay": timedelta(seconds=2)}
+# ``sleep 600`` as a pod's PID 1 that ends at once on SIGTERM (utils.sh's ``sh -c`` execs the
+# inner shell; a bare ``sleep`` ignores SIGTERM there: a cancelled pod waited out its grace period)
+_SLEEP_600 = ["exec", "sh", "-c", "trap 'exit 143' TERM; sleep 600 & wait"]
 
 
 def _ddp_pipeline(*only: str):  # type: ignore[no-untyped-def]
@@ -90,7 +93,7 @@ for _dag_id, _kwargs in (
         TorchXOperator(
             task_id="sleep",
             component="utils.sh",
-            component_args=["sleep", "600"],
+            component_args=_SLEEP_600,
             scheduler="kubernetes",
             retries=0,
             **_kwargs,
