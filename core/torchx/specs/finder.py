@@ -171,7 +171,13 @@ class ModuleComponentsFinder(ComponentsFinder):
         module: types.ModuleType,
         base: types.ModuleType,
         validators: list[ComponentFunctionValidator] | None,
+        only: str | None = None,
     ) -> list[_Component]:
+        """The components of ``module``; with ``only``, just the one of that name (if any).
+
+        Each component is linted against its file's source, so a lookup of one component
+        (``only``) lints one function instead of every function of the module.
+        """
         path = getattr(module, "__file__", None)
         if path is None:
             return []
@@ -179,7 +185,8 @@ class ModuleComponentsFinder(ComponentsFinder):
         found = []
         for fn_name, fn in inspect.getmembers(module, inspect.isfunction):
             name = ".".join(p for p in (self.group, relname, fn_name) if p)
-            found.append(_make_component(name, path, fn, validators))
+            if only is None or name == only:
+                found.append(_make_component(name, path, fn, validators))
         return found
 
 
@@ -332,7 +339,7 @@ def _find_component(name: str, validators: list[ComponentFunctionValidator] | No
             skip=_NOT_COMPONENT_MODULES,
             entry_point_group=_ENTRY_POINT_GROUP,
             components_in=lambda m, base: ModuleComponentsFinder(base, "")._components_in(
-                m, base, validators
+                m, base, validators, only=name
             ),
         )
         if found is not None:
