@@ -14,7 +14,6 @@ that shape the text (``main.py``, ``_lazy.py``, ``version.py``). The text is sto
 
 from __future__ import annotations
 
-import binascii
 import os
 import sys
 
@@ -59,6 +58,8 @@ def section_name() -> str:
 
     The locale variables are named by a CRC of their values (the cache holds no value).
     """
+    import binascii  # lazy: 0.15 ms; torchx run and the listings never compute it
+
     locale = "\x1f".join(os.environ.get(name, "") for name in _LOCALE_VARS)
     crc = binascii.crc32(locale.encode("utf-8", "surrogateescape"))
     return f"help width={terminal_columns()} locale={crc:08x}"

@@ -31,7 +31,6 @@ value. Any error reading or writing it means the answer is computed.
 
 from __future__ import annotations
 
-import binascii
 import os
 import sys
 
@@ -94,13 +93,14 @@ def cache_dir() -> str:
 
 
 def _key() -> str:
-
     paths = [os.path.abspath(p) for p in sys.path]  # "" names the working directory
     return "\x1f".join([sys.executable, sys.version, __version__, *paths])
 
 
 def cache_path() -> str:
     """Returns the cache file of this interpreter and ``sys.path`` (not created)."""
+    import binascii  # lazy: 0.15 ms; torchx run never reads or writes the cache
+
     crc = binascii.crc32(_key().encode("utf-8", "surrogateescape"))
     return os.path.join(cache_dir(), f"startup-{crc:08x}.txt")
 

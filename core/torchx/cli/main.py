@@ -21,7 +21,6 @@ import os
 import sys
 
 from torchx.cli import _help_cache, _startup_cache
-from torchx.util import entrypoints  # importlib.metadata only when a group is declared
 from torchx.version import __version__
 
 # an answer served from the start-up cache (``_startup_cache``) imports this module and the two
@@ -79,6 +78,8 @@ def load_group(group: str, default: Any = None, skip_defaults: bool = False) -> 
         default: returned when the group is empty.
         skip_defaults: return None instead of ``default`` for an empty group.
     """
+    from torchx.util import entrypoints  # lazy: ~2 ms; the cached answers never load a group
+
     if not entrypoints.group_may_have_entry_points(group):
         return None if skip_defaults else default
     return entrypoints.load_group(group, default=default, skip_defaults=skip_defaults)
