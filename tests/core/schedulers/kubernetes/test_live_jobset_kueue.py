@@ -26,6 +26,9 @@ pytestmark = [pytest.mark.k8s_current, pytest.mark.slow]
 
 IMAGE = "torchx-flow/busybox:latest"
 SMALL = Resource(cpu=0.25, gpu=0, memMB=32)
+# a replica that runs until stopped and ends at once on SIGTERM (a bare ``sleep`` as PID 1
+# ignores it: an evicted or cancelled pod would wait out its 30 s grace period)
+SLEEP = "trap 'exit 143' TERM; sleep 600 & wait"
 KUEUE = ("kueue.x-k8s.io", "v1beta2")
 
 
@@ -126,7 +129,7 @@ def test_jobset_2x2_rank0_by_dns_logs_list_cancel_delete(sched: Any, ns: str) ->
 
     wait_until("list to show the app SUCCEEDED", listed, 60)
     # cancel keeps the JobSet (CANCELLED) until deleted
-    other = sched.submit(AppDef("sleeper", [role("s", "sleep 600")]), cfg(ns))
+    other = sched.submit(AppDef("sleeper", [role("s", SLEEP)]), cfg(ns))
     wait_state(sched, other, lambda s: s == AppState.RUNNING)
     sched.cancel(other)
     assert wait_state(sched, other).state == AppState.CANCELLED
@@ -243,7 +246,7 @@ def test_kueue_second_app_waits_then_runs(sched: Any, ns: str, queue: str, mode:
 
 def test_kueue_preemption_is_shown_and_requeued(sched: Any, ns: str, queue: str) -> None:
     low = sched.submit(
-        AppDef("low", [role("main", "sleep 600")]),
+        AppDef("low", [role("main", SLEEP)]),
         cfg(ns, queue="lq", priority_class=f"tx-low-{queue}"),
     )
     wait_state(sched, low, lambda s: s == AppState.RUNNING)
