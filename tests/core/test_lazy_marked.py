@@ -17,14 +17,6 @@ REPO = Path(__file__).resolve().parents[2]
 ROOTS = (REPO / "core" / "torchx", REPO / "adapters")
 MARK = re.compile(r"#\s*lazy:\s*\S")
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
-# TODO(issue 28 item 4): the CLI, the runner and the local scheduler are still being hoisted and
-# marked (another lane of the same change); drop this once every import there says why.
-NOT_YET = (
-    "core/torchx/cli/",
-    "core/torchx/runner/",
-    "core/torchx/schedulers/_local/",
-    "core/torchx/schedulers/local_scheduler",
-)
 
 
 def _is_type_checking(node: ast.AST) -> bool:
@@ -70,12 +62,7 @@ def _unmarked(path: Path) -> list[str]:
 
 
 def _sources() -> list[Path]:
-    return sorted(
-        p
-        for root in ROOTS
-        for p in root.rglob("*.py")
-        if not p.relative_to(REPO).as_posix().startswith(NOT_YET)
-    )
+    return sorted(p for root in ROOTS for p in root.rglob("*.py"))
 
 
 def test_the_scan_finds_sources_and_local_imports() -> None:
