@@ -24,7 +24,9 @@ def celery_stack() -> CeleryStack:
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, None, None]:
+def pytest_runtest_teardown(
+    item: pytest.Item, nextitem: pytest.Item | None
+) -> Generator[None, None, None]:
     """After the test's own teardown, removes the shared stack unless the next test uses it."""
     try:
         return (yield)
