@@ -140,6 +140,7 @@ _FIRST = (
     "stack",
     "stack2",
     "k8s_current",
+    "k8s_current_jobset",
     "k8s_current_adapters",
     "k8s",
     "k8s_adapters",
@@ -175,6 +176,11 @@ def _xdist_group(item: pytest.Item) -> str:
             # the scheduler's and CLI's (tests/core), the adapters', DAGs' and deploy's
             if marker != "slurm" and not item.path.is_relative_to(_CORE_TESTS):
                 return f"{marker}_adapters"
+            # the current cluster's own tests: JobSet and Kueue modules apart from the rest
+            if marker == "k8s_current" and module.startswith(
+                ("test_live_jobset", "test_live_kueue")
+            ):
+                return "k8s_current_jobset"
             return marker
     return str(item.path)
 
