@@ -46,6 +46,7 @@ CALLS = {
     "create_namespaced_service": ("", "services", "create"),
     "delete_namespaced_service": ("", "services", "delete"),
     "list_namespaced_pod": ("", "pods", "list"),
+    "delete_namespaced_pod": ("", "pods", "delete"),
     "read_namespaced_pod_log": ("", "pods/log", "get"),
     "list_namespaced_event": ("", "events", "list"),
 }

@@ -59,8 +59,10 @@ def delete_unstarted_pods(
         core: a ``kubernetes.client.CoreV1Api``.
         namespace: the app's namespace.
         selector: the label selector of the app's pods.
-        api_error: the client's ``ApiException`` class. A 404 (already gone) or 409 (changed
-            since it was read) is skipped: the next poll reads the pod again.
+        api_error: the client's ``ApiException`` class. A 404 (already gone) or 403 (the
+            account may not delete pods: ``deploy/kfp-launcher-rbac.yaml`` before this grant)
+            leaves the pod to the controller; a 409 (changed since it was read) is read again
+            at the next poll.
         sleep: how to wait between polls.
         timeout: how long to wait for the controller to mark the pods.
 
@@ -89,7 +91,7 @@ def delete_unstarted_pods(
 def _delete_now(
     core: Any, namespace: str, pod: Any, api_error: type[BaseException]
 ) -> Optional[bool]:
-    """Deletes ``pod`` with grace 0: True; already gone: False; changed since read (409): None."""
+    """Deletes ``pod`` with grace 0: True; gone or not allowed: False; changed since read: None."""
     body = {
         "gracePeriodSeconds": 0,
         "preconditions": {"resourceVersion": pod.metadata.resource_version},
@@ -98,7 +100,7 @@ def _delete_now(
         core.delete_namespaced_pod(pod.metadata.name, namespace, body=body)
     except api_error as e:
         status = getattr(e, "status", None)
-        if status == 404:
+        if status in (403, 404):  # not allowed (an older RBAC role): left to the controller
             return False
         if status == 409:
             return None

@@ -155,12 +155,23 @@ def test_a_pod_that_started_meanwhile_is_not_cut_short() -> None:
     assert list(core.pods) == ["pull"] and core.pods["pull"].status.phase == "Running"
 
 
-def test_other_api_errors_are_raised() -> None:
+def test_an_account_that_may_not_delete_pods_leaves_them_to_the_controller() -> None:
     core = FakeCore(pod("pull"))
 
     def forbidden(name: str, namespace: str, body: dict[str, Any]) -> None:
         raise ApiException(status=403)
 
     core.delete_namespaced_pod = forbidden  # type: ignore[method-assign]
+    assert run(core) == 0
+    assert list(core.pods) == ["pull"]
+
+
+def test_other_api_errors_are_raised() -> None:
+    core = FakeCore(pod("pull"))
+
+    def broken(name: str, namespace: str, body: dict[str, Any]) -> None:
+        raise ApiException(status=500)
+
+    core.delete_namespaced_pod = broken  # type: ignore[method-assign]
     with pytest.raises(ApiException):
         run(core)
