@@ -10,9 +10,9 @@ STAMP_RUN := $(VENV)/.installed-run
 PYTEST_ARGS ?=
 # test processes (pytest-xdist): the live tiers mostly wait on engines, clusters and stacks, so
 # more processes than cores pay; tests that share an engine or a stack keep to one process
-# (tests/conftest.py, --dist loadgroup). With 3 the workers' sums were even (1093-1109 s of
-# 1128 s): the run was bounded by the total, not by one group
-PYTEST_WORKERS ?= 4
+# (tests/conftest.py, --dist loadgroup). With 3 the workers' sums were even (1093-1109 s of a
+# 1128 s run): the total bounds it. 4 were no faster (1131 s; every group slower) and flakier
+PYTEST_WORKERS ?= 3
 PYTEST := $(BIN)/pytest -q -rs --durations=25 -n $(PYTEST_WORKERS) --dist loadgroup
 UNIT_MARKERS := not docker and not k8s and not k8s_current and not registry and not slurm
 

@@ -58,9 +58,11 @@ def run_dag(env: dict[str, str], dag_file: Path, dag_id: str) -> tuple[dict[str,
         dag_argv(dag_file, dag_id), env=env, capture_output=True, text=True, timeout=300
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    # the summary is the last JSON line (the listener's processes may log after it)
+    # the summary is the last JSON line; the listener's processes and threads may log after it,
+    # even onto the end of its line (their writes interleave): only the leading object counts
     last = [line for line in proc.stdout.splitlines() if line.startswith("{")][-1]
-    return json.loads(last), proc.stdout + proc.stderr
+    summary, _ = json.JSONDecoder().raw_decode(last)
+    return summary, proc.stdout + proc.stderr
 
 
 def task_events(tmp_path: Path, job: str) -> dict[str, dict[str, Any]]:
