@@ -99,10 +99,15 @@ RANK0 = (
     'until [ "$(sort -u /tmp/got | wc -l)" -ge {peers} ]; do nc -l -p 29500 >> /tmp/got; done; '
     "sort -u /tmp/got; (while :; do nc -l -p 29500 > /dev/null; done) & sleep 15"
 )
+# A send that nc reports done can still be lost: a connection queued behind another one is reset
+# when rank 0's one-shot nc exits, after the peer's nc wrote its line and ended. So each peer says
+# hello 4 more times, a second apart, after its first send that succeeded (rank 0 drops repeats).
 PEER = (
     'echo "peer {role} $TORCHX_REPLICA_ID"; n=0; '
     'until echo "hello from {role} $TORCHX_REPLICA_ID" | nc -w 2 "$TORCHX_RANK0_HOST" 29500; do '
-    'n=$((n+1)); [ $n -gt 120 ] && exit 3; sleep 1; done; echo "reached $TORCHX_RANK0_HOST"'
+    'n=$((n+1)); [ $n -gt 120 ] && exit 3; sleep 1; done; echo "reached $TORCHX_RANK0_HOST"; '
+    "for i in 1 2 3 4; do sleep 1; "
+    'echo "hello from {role} $TORCHX_REPLICA_ID" | nc -w 2 "$TORCHX_RANK0_HOST" 29500; done; true'
 )
 
 
