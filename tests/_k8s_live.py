@@ -5,8 +5,9 @@ What the live tests rely on, stated once:
 - pods run the local image ``torchx-flow/python:3.11`` (tag not ``latest``, so the kubelet never
   tries to pull it) with this checkout (sources and ``.venv``) and the interpreter the venv was
   made from mounted read-only at their host paths, so ``.venv/bin/python`` works in the pod;
-- the cluster has no DNS, so multi-replica apps run with ``rank0_address=pod_ip``: replicas reach
-  rank 0 by its pod IP on the Docker bridge (production uses ``dns``, the headless Service);
+- on the 1.20 cluster (no DNS) multi-replica apps run with ``rank0_address=pod_ip``: replicas
+  reach rank 0 by its pod IP on the Docker bridge; the current cluster (tests/_k8s_current.py)
+  has CoreDNS and uses ``dns``, the headless Service, as production does;
 - each test module works in its own namespace, deleted (with everything in it) afterwards.
 """
 
@@ -27,6 +28,13 @@ from _infra import REPO
 
 IMAGE = "torchx-flow/python:3.11"
 VENV_BIN = str(Path(sys.executable).parent)
+PULL_ERRORS = ("ErrImagePull", "ImagePullBackOff")
+"""The kubelet's reasons for a container whose image cannot be pulled (first try, backoff)."""
+
+
+def says_pull_error(text: str | None) -> bool:
+    """Whether ``text`` (a status message, a CLI's output) names a pull error."""
+    return any(reason in (text or "") for reason in PULL_ERRORS)
 
 
 def docker_env() -> dict[str, str]:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _k8s_live import says_pull_error
 from _support import TORCHX, run_torchx
 
 SIGNALS = [signal.SIGTERM, signal.SIGINT]
@@ -111,8 +112,7 @@ def k8s_ns() -> Iterator[tuple[Any, str]]:
 
 def pull_error(handle: str) -> bool:
     status = status_of(handle)
-    msg = status.msg if status is not None else ""
-    return "ErrImagePull" in msg or "ImagePullBackOff" in msg
+    return status is not None and says_pull_error(status.msg)
 
 
 @pytest.mark.k8s_current

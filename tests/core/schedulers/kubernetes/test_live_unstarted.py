@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from _k8s_live import leftovers, namespace, wait_until
+from _k8s_live import leftovers, namespace, says_pull_error, wait_until
 
 from torchx.specs.api import AppDef, AppState, Resource, Role
 
@@ -66,9 +66,7 @@ def cancel_and_watch_pods_go(client: Any, mode: str) -> None:
 
 def _pull_waits(runner: Any, handle: str) -> bool:
     status = runner.status(handle)
-    return status is not None and any(
-        word in (status.msg or "") for word in ("ErrImagePull", "ImagePullBackOff")
-    )
+    return status is not None and says_pull_error(status.msg)
 
 
 @pytest.mark.k8s

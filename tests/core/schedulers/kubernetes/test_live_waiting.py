@@ -17,14 +17,13 @@ from typing import Any
 
 import pytest
 from _k8s_current import module_client
-from _k8s_live import IMAGE, docker_env, leftovers, namespace, wait_until
+from _k8s_live import IMAGE, docker_env, leftovers, namespace, says_pull_error, wait_until
 
 from torchx.specs.api import AppDef, AppState, Resource, Role
 
 pytestmark = [pytest.mark.k8s_current, pytest.mark.slow]
 
 UNPULLABLE = "torchx-flow/busybox:latest"
-PULL_ERRORS = ("ErrImagePull", "ImagePullBackOff")
 SCHEDULING = r"worker\[0\] (Unschedulable|FailedScheduling): 0/1 nodes are available: "
 
 
@@ -100,7 +99,7 @@ def test_startup_timeout_cancels_an_app_whose_image_cannot_be_pulled(client: Any
             assert result.startup_expired and result.cancelled, result
             assert result.state == "CANCELLED"
             assert result.reason.startswith("did not start within 20s (PENDING: worker[0] ")
-            assert any(e in result.reason for e in PULL_ERRORS), result.reason
+            assert says_pull_error(result.reason), result.reason
             assert UNPULLABLE in result.reason
             head = result.failure_message().splitlines()[0]
             assert head == f"TorchX app {handle} ended CANCELLED: {result.reason}"
@@ -127,7 +126,7 @@ def test_cli_run_says_why_it_waits_and_gives_up(client: Any, ns: str, tmp_path: 
         assert f"TorchX app {handle} ended CANCELLED: did not start within 20s (PENDING:" in (
             run.stderr
         )
-        assert any(e in run.stderr for e in PULL_ERRORS), run.stderr
+        assert says_pull_error(run.stderr), run.stderr
         # while it waits, it says why (before giving up)
         assert f"INFO     {handle} is PENDING: echo[0] " in run.stderr, run.stderr
         status = run_torchx("status", handle)
