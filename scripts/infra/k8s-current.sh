@@ -265,14 +265,18 @@ load_images() {
 
 has_image() { [ -n "$(ctr_ images ls -q "name==$1" "name==docker.io/$1" 2>/dev/null)" ]; }
 
+# the images every live test may run (tests/_k8s_live.py IMAGE, the busybox apps) and the pod
+# sandbox's: built in the project's engine if missing (images.sh), loaded once into containerd
+BASE_IMAGES=("$PAUSE" torchx-flow/busybox:latest torchx-flow/python:3.11)
+
 ensure_images() {
-  local dh
+  local dh img
   dh=$("$here/docker-engine.sh" env) || { log "no Docker engine: run scripts/infra/up.sh"; exit 1; }
-  DOCKER_HOST=${dh#DOCKER_HOST=} docker image inspect "$PAUSE" torchx-flow/busybox:latest \
-    >/dev/null 2>&1 || DOCKER_HOST=${dh#DOCKER_HOST=} WITH_PYTHON=0 "$here/images.sh"
-  has_image "$PAUSE" || load_images "$PAUSE"
-  has_image torchx-flow/busybox:latest ||
-    load_images torchx-flow/busybox:latest
+  DOCKER_HOST=${dh#DOCKER_HOST=} docker image inspect "${BASE_IMAGES[@]}" >/dev/null 2>&1 ||
+    DOCKER_HOST=${dh#DOCKER_HOST=} "$here/images.sh"
+  for img in "${BASE_IMAGES[@]}"; do
+    has_image "$img" || load_images "$img"
+  done
 }
 
 start() {
