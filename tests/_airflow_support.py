@@ -101,6 +101,17 @@ def kill_9_when(cmd: list[str], env: dict[str, str], log: Path, ready: Callable[
         proc.kill()
 
 
+def running_apps(apps: list[Any]) -> list[Any]:
+    """The apps of ``apps`` (``find_apps`` results) whose replicas run.
+
+    The kill -9 re-attach tests kill a try once its app runs, not once it exists: a kill
+    between a container's creation and its start leaves a half-created app, which the retry
+    rightly replaces instead of re-attaching (test_docker_half_created.py); under load that
+    window is seconds wide.
+    """
+    return [a for a in apps if a.state.name == "RUNNING"]
+
+
 def state_store(env: dict[str, str]) -> sqlite3.Connection:
     """The run's SQLite database, which holds Airflow's task state store."""
     return sqlite3.connect(Path(env["AIRFLOW_HOME"]) / "airflow.db")

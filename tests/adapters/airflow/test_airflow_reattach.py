@@ -25,6 +25,7 @@ from _airflow_support import (
     dag_argv,
     kill_9_when,
     run_logged,
+    running_apps,
     state_store,
     write_dag,
 )
@@ -76,10 +77,6 @@ def docker_apps(runner: Any, dag_id: str) -> list[Any]:
     return find_apps(runner, "local_docker", {"airflow-dag-id": dag_id})
 
 
-def _runs(apps: list[Any]) -> bool:
-    return any(a.state.name == "RUNNING" for a in apps)
-
-
 @pytest.mark.docker
 @pytest.mark.parametrize("store_written", [False, True], ids=["before-store-write", "after"])
 def test_kill_9_at_any_point_leaves_exactly_one_docker_app_and_clear_runs_a_second(
@@ -94,10 +91,8 @@ def test_kill_9_at_any_point_leaves_exactly_one_docker_app_and_clear_runs_a_seco
     try:
         if store_written:  # killed once the handle is in the task state store
             ready = lambda: "kept the app handle for re-attach" in first.read_text()  # noqa: E731
-        else:  # killed as soon as its container runs (a kill between its creation and its
-            # start leaves a half-created app, which the retry replaces: see
-            # test_docker_half_created.py; under load that window is seconds wide)
-            ready = lambda: _runs(docker_apps(runner, dag_id))  # noqa: E731
+        else:  # killed as soon as its container runs (running_apps says why not sooner)
+            ready = lambda: running_apps(docker_apps(runner, dag_id))  # noqa: E731
         kill_9_when(dag_argv(dag_file, dag_id), env, first, ready)
         (app,) = docker_apps(runner, dag_id)
         assert app.state.name in ("SUBMITTED", "PENDING", "RUNNING")

@@ -26,6 +26,7 @@ from _airflow_support import (
     dag_argv,
     kill_9_when,
     run_logged,
+    running_apps,
     state_store,
     write_dag,
 )
@@ -97,10 +98,6 @@ def run_next_try(
     return summary["tasks"]["job"], output
 
 
-def _running(apps: list[Any]) -> list[Any]:
-    return [a for a in apps if a.state.name == "RUNNING"]
-
-
 def check_one_finishing_try(
     env: dict[str, str],
     dag_file: Path,
@@ -113,10 +110,8 @@ def check_one_finishing_try(
 
     The first app runs until the retry re-attached to it (``gate``); the second at once.
     """
-    # killed once the app runs: a kill between a container's creation and its start leaves a
-    # half-created app, which the retry replaces instead of re-attaching (under load that
-    # window is seconds wide)
-    kill_9_when(argv(dag_file, dag_id), env, tmp / "first.log", lambda: _running(apps()))
+    # killed once the app runs (running_apps says why not sooner)
+    kill_9_when(argv(dag_file, dag_id), env, tmp / "first.log", lambda: running_apps(apps()))
     (app,) = apps()
     assert app.state.name == "RUNNING"
 
