@@ -9,9 +9,10 @@ else in this repository's ``pipelines/``.
 - ``torchx_training_ddp``: the example pipeline (pipelines/pipeline.yaml) with ``train`` as a
   2-replica DDP app (``dist.ddp -j 2x1``: one pod per replica);
 - ``torchx_train``: that ``train`` step alone (the faults that kill a worker or the triggerer
-  while it runs); ``torchx_train_deferred``: the same, deferrable; ``torchx_train_half``: the
-  same on the ``torchx_half_created`` connection (the stack's with a short submission margin;
-  the test makes the workers' submitter sleep between this DAG's Job creations with a
+  while it runs; with the param ``hold_file``, the app lasts until the test touches that
+  file); ``torchx_train_deferred``: the same, deferrable; ``torchx_train_half``: the same on
+  the ``torchx_half_created`` connection (the stack's with a short submission margin; the test
+  makes the workers' submitter sleep between this DAG's Job creations with a
   test-only hook, tests/_k8s_job_delay.py);
 - ``torchx_timeout``: ``utils.sh sleep 600`` with a 20 s ``execution_timeout`` and no retry;
   ``torchx_timeout_deferred``: the same, deferrable (the deferral times out);
@@ -37,7 +38,7 @@ from airflow.providers.standard.operators.bash import BashOperator
 from airflow.providers.standard.triggers.temporal import TimeDeltaTrigger
 from airflow.sdk import DAG, BaseOperator
 
-from torchx.workflow import load_pipeline
+from torchx.workflow import Param, load_pipeline
 from torchx_airflow import TorchXOperator, dag_from_pipeline
 
 PIPELINES = os.environ.get("TORCHX_FLOW_PIPELINES") or os.path.join(
@@ -51,10 +52,19 @@ _SLEEP_600 = ["exec", "sh", "-c", "trap 'exit 143' TERM; sleep 600 & wait"]
 
 
 def _ddp_pipeline(*only: str):  # type: ignore[no-untyped-def]
-    """The example pipeline, ``train`` with 2 replicas of 1 worker; only the steps ``only``."""
+    """The example pipeline, ``train`` with 2 replicas of 1 worker; only the steps ``only``.
+
+    Param ``hold_file`` (default: none) keeps the training's workers waiting after the last step
+    until that file exists (``examples/train.py --hold-file``): a fault test makes the app last
+    exactly as long as its scenario needs, on a loaded machine too, and then touches the file.
+    """
     pipeline = load_pipeline(os.path.join(PIPELINES, "pipeline.yaml"))
+    pipeline.params["hold_file"] = Param(
+        default="", description="the training waits after its last step until this file exists"
+    )
     train = pipeline.steps["train"]
     train.args = ["2x1" if a == "1x2" else a for a in train.args]
+    train.args += ["--hold-file", "{{ params.hold_file }}"]
     if only:
         pipeline.steps = {name: pipeline.steps[name] for name in only}
         train.depends_on = [d for d in train.depends_on if d in only]

@@ -6,7 +6,9 @@ Run it the way ``make run`` does::
 
 Every worker builds the same synthetic dataset (a fixed random linear target plus noise), trains on
 its own shard, and DDP averages the gradients. Rank 0 prints the loss as it goes down and saves a
-checkpoint whose path it prints last.
+checkpoint whose path it prints last. ``--hold-file PATH`` keeps every worker waiting after the last
+step until PATH exists (a run that must last until an outside event: a demo of a fault, a test
+that kills a worker while the app runs), without burning CPU on more steps.
 
 When trackers are configured (``.torchxconfig`` ``[torchx:tracker]`` or ``TORCHX_TRACKERS``), rank 0
 records the run's hyper-parameters and final loss as metadata and the checkpoint as an artifact; the
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import time
 from pathlib import Path
 
 import torch
@@ -34,6 +37,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--samples", type=int, default=4096, help="dataset size")
     parser.add_argument("--output-dir", default="out", help="where the checkpoint goes")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--hold-file", default="", help="after the last step, wait until this file exists"
+    )
     return parser.parse_args(argv)
 
 
@@ -49,6 +55,15 @@ def app_id() -> str:
     """The TorchX app id from TORCHX_JOB_ID (``scheduler://session/app_id``), or ``local``."""
     job_id = os.environ.get("TORCHX_JOB_ID", "")
     return job_id.rsplit("/", 1)[-1] or "local"
+
+
+def hold(path: str, interval: float = 0.5) -> None:
+    """Waits until ``path`` exists (returns at once for an empty path)."""
+    if not path:
+        return
+    print(f"holding until {path} exists", flush=True)
+    while not os.path.exists(path):
+        time.sleep(interval)
 
 
 def record(args: argparse.Namespace, final_loss: float, ckpt: Path) -> None:
@@ -86,6 +101,7 @@ def main(argv: list[str] | None = None) -> Path | None:
         opt.step()
         if rank == 0 and (step == 1 or step % max(1, args.steps // 10) == 0):
             print(f"step {step:5d}  loss {loss.item():.4f}", flush=True)
+    hold(args.hold_file)
 
     ckpt: Path | None = None
     if rank == 0:

@@ -60,7 +60,7 @@ class Api:
         deadline = time.monotonic() + timeout
         state = self.run_state(dag_id, run_id)
         while state not in ("success", "failed") and time.monotonic() < deadline:
-            time.sleep(0.5)  # a cheap GET: a run's end is seen within half a second
+            time.sleep(1)  # the api-server's CPU: every poll of every waiting test costs some
             state = self.run_state(dag_id, run_id)
         return state
 
@@ -80,7 +80,7 @@ class Api:
             ti = self.tasks(dag_id, run_id).get(task_id, {})
             if ti and ok(ti):
                 return ti
-            time.sleep(0.5)
+            time.sleep(1)
         raise AssertionError(f"{dag_id}/{task_id} never got there; last seen: {ti}")
 
     def log(self, dag_id: str, run_id: str, task_id: str, try_number: int) -> str:

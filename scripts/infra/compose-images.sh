@@ -73,7 +73,7 @@ airflow_image() {
   ctx=$WORK/context
   rm -rf "$ctx"
   mkdir -p "$ctx/deps" "$ctx/project"
-  cp "$REPO/compose/airflow/job-alive.py" "$ctx/"
+  cp "$REPO/compose/airflow/job-alive.py" "$REPO/compose/airflow/worker-alive.py" "$ctx/"
   ln "$WORK"/wheels/*.whl "$ctx/deps/" 2>/dev/null || cp "$WORK"/wheels/*.whl "$ctx/deps/"
   $pip wheel --quiet --no-deps -w "$ctx/project" "$REPO" >"$WORK/pip-wheel-project.log" 2>&1 ||
     { tail -n 20 "$WORK/pip-wheel-project.log" >&2; return 1; }

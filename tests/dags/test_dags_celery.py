@@ -32,6 +32,7 @@ import json
 import time
 import urllib.parse
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
@@ -62,6 +63,32 @@ def api(stack: CeleryStack) -> Iterator[Api]:
 
 def _conf(stack: CeleryStack, steps: int) -> dict[str, Any]:
     return {**K8S, "workdir": str(stack.workdir / f"w{time.monotonic_ns()}"), "steps": steps}
+
+
+def _held(stack: CeleryStack) -> dict[str, Any]:
+    """A run's conf whose training, after 20 steps, waits for :func:`_release` (the pods mount
+    the work directory): the app runs as long as the fault needs, however loaded the machine."""
+    conf = _conf(stack, 20)
+    return {**conf, "hold_file": f"{conf['workdir']}/release"}
+
+
+def _release(conf: dict[str, Any]) -> None:
+    """Lets the held training of ``conf`` (:func:`_held`) save its checkpoint and end."""
+    hold = Path(conf["hold_file"])
+    hold.parent.mkdir(parents=True, exist_ok=True)
+    hold.touch()
+
+
+def _retry_found_it_alive(api: Api, stack: CeleryStack, dag: str, run_id: str) -> None:
+    """Waits until try 2 of ``train`` found the app of try 1 not ended (its log says so)."""
+
+    def found() -> bool:
+        if api.tasks(dag, run_id)["train"]["try_number"] != 2:
+            return False
+        log = api.log(dag, run_id, "train", 2)
+        return " is RUNNING -> " in log or " is PENDING -> " in log
+
+    _until(api, stack, dag, run_id, found, 1.0)
 
 
 def _failure(api: Api, stack: CeleryStack, dag_id: str, run_id: str) -> str:
@@ -148,10 +175,10 @@ def _until(
         raise AssertionError(f"{timed_out}\n{_failure(api, stack, dag, run_id)}") from None
 
 
-def _started_train(stack: CeleryStack, api: Api, dag: str, steps: int) -> tuple[str, str]:
+def _started_train(stack: CeleryStack, api: Api, dag: str, conf: dict[str, Any]) -> tuple[str, str]:
     """Triggers ``dag`` with both workers healthy; returns (run id, the worker running train)."""
     stack.wait_healthy()  # an earlier test may have restarted a worker
-    run_id = api.trigger(dag, _conf(stack, steps))
+    run_id = api.trigger(dag, conf)
     ti = api.wait_task(dag, run_id, "train", lambda t: t["state"] == "running" and t["hostname"])
     return run_id, ti["hostname"]
 
@@ -168,7 +195,8 @@ def test_worker_killed_while_train_runs_retry_reattaches_on_other_worker(
 ) -> None:
     dag = "torchx_train"
     stack.wait_healthy()  # both workers (an earlier test may have restarted one)
-    run_id = api.trigger(dag, _conf(stack, 5000))
+    conf = _held(stack)
+    run_id = api.trigger(dag, conf)
     ti, pods = _running_train(api, stack, dag, run_id)
     worker = ti["hostname"]
     assert worker in WORKERS
@@ -178,6 +206,8 @@ def test_worker_killed_while_train_runs_retry_reattaches_on_other_worker(
     [app] = stack.cluster.apps(dag, "train")
     stack.kill(worker)
     try:
+        _retry_found_it_alive(api, stack, dag, run_id)
+        _release(conf)
         state = api.wait_run(dag, run_id)
         assert state == "success", _failure(api, stack, dag, run_id)
         ti = api.tasks(dag, run_id)["train"]
@@ -193,13 +223,16 @@ def test_worker_killed_in_first_second_retry_finds_app_by_labels(
     stack: CeleryStack, api: Api
 ) -> None:
     dag = "torchx_train"
-    run_id, worker = _started_train(stack, api, dag, 2000)
+    conf = _held(stack)
+    run_id, worker = _started_train(stack, api, dag, conf)
     # both replicas' Jobs exist: the app was just submitted (a kill between the two creations:
     # test_worker_killed_between_job_creations_retry_replaces_half_created_app)
     _until(api, stack, dag, run_id, lambda: len(stack.cluster.jobs(dag, "train")) >= 2, 0.02)
     stack.kill(worker)
     [app] = stack.cluster.apps(dag, "train")
     try:
+        _retry_found_it_alive(api, stack, dag, run_id)
+        _release(conf)
         assert api.wait_run(dag, run_id) == "success", _failure(api, stack, dag, run_id)
         ti = api.tasks(dag, run_id)["train"]
         assert ti["try_number"] == 2 and ti["hostname"] == _other(worker), ti
@@ -209,19 +242,30 @@ def test_worker_killed_in_first_second_retry_finds_app_by_labels(
         stack.start(worker)  # healthy again by the next test that needs it
 
 
+def _triggerer(ti: dict[str, Any]) -> int | None:
+    """The id of the triggerer job that runs a deferred task instance's trigger, if any."""
+    trigger = ti.get("trigger") if ti.get("state") == "deferred" else None
+    return trigger.get("triggerer_id") if trigger else None
+
+
 def test_deferred_train_followed_by_triggerer_survives_its_kill(
     stack: CeleryStack, api: Api
 ) -> None:
     dag = "torchx_train_deferred"
     stack.wait_healthy()
-    run_id = api.trigger(dag, _conf(stack, 4000))
+    conf = _held(stack)
+    run_id = api.trigger(dag, conf)
     ti, _ = _running_train(api, stack, dag, run_id)
     # the worker slot is free while the app runs: the task waits in the triggerer
-    ti = api.wait_task(dag, run_id, "train", lambda t: t["state"] == "deferred", timeout=120)
+    ti = api.wait_task(dag, run_id, "train", lambda t: _triggerer(t) is not None, timeout=120)
+    killed = _triggerer(ti)
     [app] = stack.cluster.apps(dag, "train")
     stack.kill("airflow-triggerer")
     time.sleep(3)
     stack.start("airflow-triggerer")
+    # the new triggerer takes the trigger over while the app still runs, then it may end
+    api.wait_task(dag, run_id, "train", lambda t: _triggerer(t) not in (None, killed))
+    _release(conf)
     assert api.wait_run(dag, run_id) == "success", _failure(api, stack, dag, run_id)
     ti = api.tasks(dag, run_id)["train"]
     assert ti["try_number"] == 1, ti  # the trigger ran again: no retry of the task
@@ -277,7 +321,7 @@ def test_worker_killed_between_job_creations_retry_replaces_half_created_app(
     stack: CeleryStack, api: Api
 ) -> None:
     dag = "torchx_train_half"
-    run_id, worker = _started_train(stack, api, dag, 20)
+    run_id, worker = _started_train(stack, api, dag, _conf(stack, 20))
 
     def running_pods() -> list[Any]:
         return [p for p in stack.cluster.pods(dag, "train") if p.status.phase == "Running"]

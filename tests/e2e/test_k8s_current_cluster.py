@@ -221,7 +221,10 @@ class TestCurrentCluster:
         peer = {"a": f"pair-b-0-0.{domain}", "b": f"pair-a-0-0.{domain}"}
 
         def role(name: str) -> dict[str, Any]:
-            script = f"until nslookup {peer[name]}; do sleep 1; done"
+            # a pod's name leaves the service once the pod has ended: each one stays up 15 s
+            # after it found its peer, so that the peer, maybe still between two tries, finds
+            # it too (without that, one CI run's pod b ended first and pod a never found it)
+            script = f"until nslookup {peer[name]}; do sleep 1; done; sleep 15"
             spec = _pod("x", script)["spec"]
             return {
                 "name": name,

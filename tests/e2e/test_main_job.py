@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -50,3 +51,29 @@ def test_main_job_trains_and_saves_checkpoint(tmp_path: Path) -> None:
     assert ckpt.is_file() and ckpt.is_relative_to(out)
     app_id = handle.rsplit("/", 1)[-1]
     assert ckpt.parent.name == app_id
+
+
+def test_hold_file_keeps_the_workers_waiting_until_it_exists(tmp_path: Path) -> None:
+    """``--hold-file``: the workers train, then wait for the file (the Celery fault tests make
+    their apps last exactly as long as the fault needs with it), then save and end."""
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+    out, hold, log = tmp_path / "out", tmp_path / "release", tmp_path / "log"
+    argv = [str(REPO / "scripts" / "run-main-job.sh"), "--steps", "5", "--output-dir", str(out)]
+    with log.open("w") as sink:
+        proc = subprocess.Popen(
+            [*argv, "--hold-file", str(hold)], cwd=REPO, env=env, stdout=sink, stderr=sink
+        )
+        try:
+            deadline = time.monotonic() + 120
+            while log.read_text().count("holding until") < 2 and time.monotonic() < deadline:
+                assert proc.poll() is None, log.read_text()[-4000:]
+                time.sleep(0.2)
+            assert log.read_text().count("holding until") == 2, log.read_text()[-4000:]
+            time.sleep(1)  # held: neither ended nor saved anything
+            assert proc.poll() is None and not out.exists(), log.read_text()[-4000:]
+            hold.touch()
+            assert proc.wait(timeout=120) == 0, log.read_text()[-4000:]
+        finally:
+            proc.kill()
+            proc.wait()
+    assert list(out.glob("*/model.pt")), log.read_text()[-4000:]
