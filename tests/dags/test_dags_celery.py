@@ -38,7 +38,7 @@ from typing import Any, TypeVar
 import pytest
 from _airflow_rest import Api
 from _celery_stack import SECRETS, WORKERS, CeleryStack, Cluster
-from _support import wait_until
+from _support import open_gate, wait_until
 
 pytestmark = [pytest.mark.docker, pytest.mark.k8s, pytest.mark.slow, pytest.mark.timeout(1500)]
 
@@ -66,17 +66,18 @@ def _conf(stack: CeleryStack, steps: int) -> dict[str, Any]:
 
 
 def _held(stack: CeleryStack) -> dict[str, Any]:
-    """A run's conf whose training, after 20 steps, waits for :func:`_release` (the pods mount
-    the work directory): the app runs as long as the fault needs, however loaded the machine."""
+    """A run's conf whose training, after 20 steps, waits for its gate (``open_gate``; the pods
+    mount the work directory): the app runs as long as the fault needs, however loaded the
+    machine."""
     conf = _conf(stack, 20)
-    return {**conf, "hold_file": f"{conf['workdir']}/release"}
+    gate = Path(conf["workdir"]) / "gate"
+    gate.mkdir(parents=True)
+    return {**conf, "hold_file": str(gate / "open")}
 
 
 def _release(conf: dict[str, Any]) -> None:
     """Lets the held training of ``conf`` (:func:`_held`) save its checkpoint and end."""
-    hold = Path(conf["hold_file"])
-    hold.parent.mkdir(parents=True, exist_ok=True)
-    hold.touch()
+    open_gate(Path(conf["hold_file"]).parent)
 
 
 def _retry_found_it_alive(api: Api, stack: CeleryStack, dag: str, run_id: str) -> None:

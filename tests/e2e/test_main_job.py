@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from _support import wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -63,12 +64,13 @@ def test_hold_file_keeps_the_workers_waiting_until_it_exists(tmp_path: Path) -> 
         proc = subprocess.Popen(
             [*argv, "--hold-file", str(hold)], cwd=REPO, env=env, stdout=sink, stderr=sink
         )
+
+        def both_held() -> bool:
+            assert proc.poll() is None, log.read_text()[-4000:]
+            return log.read_text().count("holding until") == 2
+
         try:
-            deadline = time.monotonic() + 120
-            while log.read_text().count("holding until") < 2 and time.monotonic() < deadline:
-                assert proc.poll() is None, log.read_text()[-4000:]
-                time.sleep(0.2)
-            assert log.read_text().count("holding until") == 2, log.read_text()[-4000:]
+            wait_until(both_held, 120, "both workers to hold", 0.2)
             time.sleep(1)  # held: neither ended nor saved anything
             assert proc.poll() is None and not out.exists(), log.read_text()[-4000:]
             hold.touch()
