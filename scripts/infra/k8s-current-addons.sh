@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The add-ons of the current local cluster (run by k8s-current.sh start, not by hand): JobSet and
-# Kueue managers as host processes with the admin kubeconfig. Their CRDs and webhook
+# Kueue managers as host processes with the admin kubeconfig, and the Volcano Job CRD. Their CRDs and webhook
 # configurations are read from the Go module cache (the module versions our go.mod files pin);
 # the webhooks point at https://127.0.0.1:PORT with a certificate made here, instead of at a
 # Service, and only the webhooks of the integrations enabled here are registered.
@@ -151,7 +151,15 @@ EOC
     '[.rules[]?.apiGroups[]?] | any(. == "batch" or . == "kueue.x-k8s.io" or . == "jobset.x-k8s.io")'
 }
 
+# the Volcano Job CRD kept in the repo (Volcano's own module is not served here, so no Volcano
+# scheduler or controller runs: the Volcano-mode tests write the Jobs' status themselves)
+volcano_crd() {
+  local crds=$here/../../core/torchx/schedulers/_kubernetes/crds
+  kubectl apply --server-side --force-conflicts -f "$crds" >/dev/null
+  wait_for 60 established jobs.batch.volcano.sh || { log "the Volcano Job CRD was not established"; return 1; }
+}
+
 case "${1:-}" in
-  start) start_jobset && start_kueue ;;
+  start) start_jobset && start_kueue && volcano_crd ;;
   *) echo "usage: $0 start (run by k8s-current.sh)" >&2; exit 2 ;;
 esac
