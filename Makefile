@@ -14,7 +14,7 @@ PYTEST_ARGS ?=
 # 1128 s run): the total bounds it. 4 were no faster (1131 s; every group slower) and flakier
 PYTEST_WORKERS ?= 3
 PYTEST := $(BIN)/pytest -q -rs --durations=25 -n $(PYTEST_WORKERS) --dist loadgroup
-UNIT_MARKERS := not docker and not k8s and not k8s_current and not registry and not slurm
+UNIT_MARKERS := not docker and not k8s and not registry and not slurm
 
 .PHONY: run test lint typecheck unit bench clean venv goldens docs
 

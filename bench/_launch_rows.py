@@ -3,7 +3,7 @@
 * :func:`dag_parse`: ``dags/torchx_training.py`` parse time next to an empty DAG file (goal
   ``<= 2x empty``);
 * :func:`k8s_rows` (``--k8s``): on the current cluster (Kubernetes 1.35,
-  ``tests/_infra.py k8s_current_cluster()``), ``torchx run -s kubernetes --wait utils.echo``
+  ``tests/_infra.py k8s_cluster()``), ``torchx run -s kubernetes --wait utils.echo``
   in plain mode next to ``bench/_k8s_raw_job.py`` run as a fresh interpreter (imports the
   kubernetes client, creates a raw ``batch/v1`` Job running ``echo`` and polls it every 0.1 s
   until it is Complete), interleaved (goal ``<= raw + 0.3 s``);
@@ -99,9 +99,9 @@ def dag_parse(
 def k8s_setup() -> tuple[str, str]:
     """The current cluster's kubeconfig and the namespace the rows use; exits if unusable."""
     sys.path.insert(0, str(REPO / "tests"))
-    from _infra import k8s_current_cluster  # lazy: tests/ joins sys.path with --k8s only
+    from _infra import k8s_cluster  # lazy: tests/ joins sys.path with --k8s only
 
-    kube, why = k8s_current_cluster()
+    kube, why = k8s_cluster()
     if kube is None:
         sys.exit(f"bench_launch --k8s: {why}")
     return kube, "default"

@@ -42,7 +42,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 
 from _airflow_rest import Api  # noqa: E402
-from _celery_stack import INSTANCE_LABEL, POD_IMAGE, WORKERS, CeleryStack, build_images  # noqa: E402
+from _celery_stack import INSTANCE_LABEL, WORKERS, CeleryStack, build_images  # noqa: E402
 from _celery_timeline import (  # noqa: E402
     PodClock,
     celery_active,
@@ -160,7 +160,7 @@ def raw_jobs(
         template: a pod template (JSON) for the Jobs; "": a bare ``echo`` container.
     """
     worker = stack.containers()[WORKERS[0]]
-    argv = ["python", "-c", RAW_JOB, stack.cluster.namespace, POD_IMAGE, str(runs)]
+    argv = ["python", "-c", RAW_JOB, stack.cluster.namespace, stack.pod_image, str(runs)]
     code, out = worker.exec_run(argv + ([template] if template else []))
     if code != 0:
         raise RuntimeError(out.decode(errors="replace")[-2000:])

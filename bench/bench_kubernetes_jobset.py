@@ -39,7 +39,7 @@ from tabulate import tabulate
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 
-from _infra import k8s_current_cluster  # noqa: E402
+from _infra import k8s_cluster  # noqa: E402
 
 BUSYBOX = "torchx-flow/busybox:latest"
 POLL = 0.1
@@ -241,7 +241,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="counted rounds (after a warm one)")
     parser.add_argument("--no-ddp", action="store_true", help="leave out the dist.ddp cases")
     args = parser.parse_args()
-    kubeconfig, why = k8s_current_cluster()
+    kubeconfig, why = k8s_cluster()
     if kubeconfig is None:
         sys.exit(f"bench_kubernetes_jobset: {why}")
     from contextlib import ExitStack

@@ -12,15 +12,14 @@ from the same runs under ``bench/_k8s_cli_trace.py`` (timestamps of the kubernet
 the kubeconfig load and every API request: nothing of the CLI changes).
 
 ``--pods``: the older table, submit -> RUNNING / SUCCEEDED of 1 and 8 pods (one role, N
-replicas of ``sh -c 'sleep 1'`` on ``torchx-flow/python:3.11``, ``rank0_address=pod_ip``:
-the 1.20 cluster has no DNS), through ``Runner``-free ``schedule``/``describe`` polled every
-50 ms, plus ``schedule`` alone.
+replicas of ``sh -c 'sleep 1'`` on ``torchx-flow/python:3.11``, ``rank0_address=pod_ip``, as
+first measured on a 1.20 cluster without DNS), through ``Runner``-free ``schedule`` and
+``describe`` polled every 50 ms, plus ``schedule`` alone.
 
-``--cluster 1.35`` (default: the current cluster of ``scripts/infra/k8s-current.sh``, the one
-issue 29's row is measured on) or ``--cluster 1.20`` (``scripts/infra/k8s-cluster.sh``, being
-retired). The bench works in its own namespace and deletes it.
+It runs on the local cluster of ``scripts/infra/k8s-current.sh`` (1.35), the one issue 29's row
+is measured on, in its own namespace, which it deletes.
 
-Run: ``.venv/bin/python bench/bench_kubernetes_live.py [--cluster 1.20] [--rounds 7] [--pods]``.
+Run: ``.venv/bin/python bench/bench_kubernetes_live.py [--rounds 7] [--pods]``.
 """
 
 from __future__ import annotations
@@ -43,7 +42,7 @@ from tabulate import tabulate
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from _infra import k8s_cluster, k8s_current_cluster
+from _infra import k8s_cluster
 from _k8s_raw_job import run_job
 
 from torchx.specs.api import AppDef, AppState, Resource, Role
@@ -269,17 +268,16 @@ def namespace(api: Any) -> Iterator[str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cluster", choices=("1.20", "1.35"), default="1.35")
     parser.add_argument("--rounds", type=int, default=7, help="interleaved rounds (CLI table)")
     parser.add_argument("--pods", action="store_true", help="the 1 and 8 pod table instead")
     args = parser.parse_args()
-    kubeconfig, why = k8s_cluster() if args.cluster == "1.20" else k8s_current_cluster()
+    kubeconfig, why = k8s_cluster()
     if kubeconfig is None:
         sys.exit(f"bench_kubernetes_live: {why}")
     if args.pods:
         pods_table(kubeconfig)
     else:
-        cli_table(kubeconfig, args.cluster, args.rounds)
+        cli_table(kubeconfig, "1.35", args.rounds)
 
 
 if __name__ == "__main__":

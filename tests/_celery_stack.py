@@ -10,12 +10,22 @@ connection the triggerer sees differently from the workers, see :func:`unreachab
 ``extra_dags`` adds DAG files to the folder, ``image`` runs the Airflow services on another
 image (the same override file).
 
+The namespace is on the current local cluster (Kubernetes 1.35 with CoreDNS,
+scripts/infra/k8s-current.sh). Its pods run ``torchx-flow/python:3.11`` with this venv (and its
+torch) on ``PATH``, loaded into the cluster's containerd for the stack's life, with the checkout,
+the venv and its interpreter mounted read-only at their host paths (``_k8s_live.mount_tokens``)
+and the checkout's ``examples/`` and ``pipelines/`` where the stack's DAGs name them
+(``/opt/torchx-flow``): a copy of the 8 GB ``torchx-flow/torch`` image in the cluster's
+containerd would cost 12-16 GB of disk and minutes on a cold machine. Rank 0 is reached by its
+DNS name (``rank0_address = dns``).
+
 docker-compose 1.29 (Debian's) is driven directly: it has no ``up --wait``, so health is read
 from the engine.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import os
@@ -31,6 +41,8 @@ from typing import Any
 
 from _airflow_rest import Api
 from _infra import REPO
+from _k8s_current import loaded_venv_image
+from _k8s_live import mount_tokens
 
 COMPOSE_FILE = REPO / "docker-compose.celery.yml"
 SERVICES = (
@@ -45,7 +57,7 @@ SERVICES = (
     "airflow-worker-2",
 )
 WORKERS = ("airflow-worker-1", "airflow-worker-2")  # service name = hostname
-POD_IMAGE = "torchx-flow/torch:2.13.0"  # scripts/infra/torch-image.sh: torch, examples/
+OPT = "/opt/torchx-flow"  # where the stack's DAGs find examples/ and pipelines/ (the compose file)
 TASK_LABEL = "labels.torchx.pytorch.org/airflow-task-id"
 DAG_LABEL = "labels.torchx.pytorch.org/airflow-dag-id"
 INSTANCE_LABEL = "app.kubernetes.io/instance"
@@ -61,32 +73,42 @@ def free_port() -> int:
 
 
 def build_images() -> None:
-    """Builds the stack's images and the pods' image (instant when up to date)."""
-    for script in ("compose-images.sh", "torch-image.sh"):
-        done = subprocess.run(
-            [str(REPO / "scripts" / "infra" / script)], capture_output=True, text=True, timeout=1500
-        )
-        if done.returncode != 0:
-            raise RuntimeError(f"{script} failed:\n{done.stderr[-3000:]}")
+    """Builds the stack's images (instant when up to date)."""
+    script = REPO / "scripts" / "infra" / "compose-images.sh"
+    done = subprocess.run([str(script)], capture_output=True, text=True, timeout=1500)
+    if done.returncode != 0:
+        raise RuntimeError(f"{script.name} failed:\n{done.stderr[-3000:]}")
 
 
-def torchxconfig(namespace: str, workdir: str) -> str:
+def pod_mounts(workdir: str) -> str:
+    """The pods' mounts (``parse_mounts`` tokens, comma-joined).
+
+    The work directory is a host directory every pod mounts at the same path, writable (the
+    steps hand data and the checkpoint over there); the checkout, the venv and its interpreter
+    read-only at their own paths; ``examples/`` and ``pipelines/`` read-only under :data:`OPT`.
+    """
+    tokens = mount_tokens("type=bind", f"src={workdir}", f"dst={workdir}")
+    for folder in ("examples", "pipelines"):
+        tokens += ["type=bind", f"src={REPO / folder}", f"dst={OPT}/{folder}", "readonly"]
+    return ",".join(tokens)
+
+
+def torchxconfig(namespace: str, workdir: str, image: str) -> str:
     """The connection's ``.torchxconfig``: plain mode in ``namespace``, the pods' image and mounts.
 
-    The work directory is a host directory every pod mounts at the same path (the steps hand
-    data and the checkpoint over there). The node has 2 CPUs: requests stay small.
+    Rank 0 by its DNS name. The node has 2 CPUs: requests stay small.
     """
-    mounts = f"type=bind,src={workdir},dst={workdir}"
+    mounts = pod_mounts(workdir)
     sections = [
-        f"[kubernetes]\nmode = plain\nnamespace = {namespace}\nrank0_address = pod_ip\n"
+        f"[kubernetes]\nmode = plain\nnamespace = {namespace}\nrank0_address = dns\n"
         "reserved_millicpu = 950\n"
     ]
     for component in ("utils.python", "dist.ddp", "utils.sh", "utils.echo"):
-        sections.append(f"[component:{component}]\nimage = {POD_IMAGE}\nmounts = {mounts}\n")
+        sections.append(f"[component:{component}]\nimage = {image}\nmounts = {mounts}\n")
     return "\n".join(sections)
 
 
-def connection(namespace: str, workdir: str) -> dict[str, Any]:
+def connection(namespace: str, workdir: str, image: str) -> dict[str, Any]:
     """The ``torchx`` connection: the kubernetes scheduler, the kubeconfig's text, the config."""
     kubeconfig = Path(os.environ["KUBECONFIG"]).read_text()
     return {
@@ -94,7 +116,7 @@ def connection(namespace: str, workdir: str) -> dict[str, Any]:
         "extra": {
             "scheduler": "kubernetes",
             "kubeconfig": kubeconfig,
-            "torchxconfig": torchxconfig(namespace, workdir),
+            "torchxconfig": torchxconfig(namespace, workdir, image),
         },
     }
 
@@ -208,7 +230,16 @@ class Cluster:
         return names + [f"pod/{p.metadata.name}" for p in pods]
 
     def delete(self) -> None:
-        """Deletes the namespace with everything in it; closes the client."""
+        """Deletes the namespace with everything in it, if it was made; closes the client."""
+        from kubernetes.client.rest import ApiException
+
+        try:
+            self.core.read_namespace(self.namespace)
+        except ApiException as e:
+            if e.status != 404:
+                raise
+            self.api.close()
+            return
         try:
             self.empty()
             self.core.delete_namespace(self.namespace)
@@ -251,10 +282,14 @@ class CeleryStack:
         self.service_volumes: dict[str, list[str]] = {}
         self.extra_dags: list[Path] = []
         self.image = ""  # another image for the Airflow services (e.g. an older build)
+        self.pod_image = ""  # the pods' image (this venv on PATH), from the first connection()
+        self._held = contextlib.ExitStack()
 
     def connection(self) -> dict[str, Any]:
         """The stack's ``torchx`` connection (``TORCHX_CONNECTION``)."""
-        return connection(self.cluster.namespace, str(self.workdir))
+        if not self.pod_image:  # loaded on first need, removed by down()
+            self.pod_image = self._held.enter_context(loaded_venv_image())
+        return connection(self.cluster.namespace, str(self.workdir), self.pod_image)
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -328,9 +363,11 @@ class CeleryStack:
     def down(self) -> list[str]:
         """Removes the stack and the namespace; returns what is left of the project (nothing)."""
         try:
-            self.compose("down", "--volumes", "--remove-orphans", "--timeout", "5")
+            if self.env_file.exists():  # else up() never got to start anything
+                self.compose("down", "--volumes", "--remove-orphans", "--timeout", "5")
         finally:
             self.cluster.delete()
+            self._held.close()
             shutil.rmtree(self.dags, ignore_errors=True)
             shutil.rmtree(self.workdir, ignore_errors=True)
             self.env_file.unlink(missing_ok=True)

@@ -100,12 +100,7 @@ def registry() -> tuple[str | None, str]:
 
 
 def kubeconfig_path() -> Path:
-    """Where scripts/infra/k8s-cluster.sh writes the local cluster's kubeconfig."""
-    return Path(os.environ.get("TORCHX_FLOW_KUBECONFIG") or run_dir() / "k8s" / "kubeconfig")
-
-
-def current_kubeconfig_path() -> Path:
-    """Where scripts/infra/k8s-current.sh writes the current cluster's kubeconfig (1.35, Kueue)."""
+    """Where scripts/infra/k8s-current.sh writes the local cluster's kubeconfig (1.35, Kueue)."""
     return Path(
         os.environ.get("TORCHX_FLOW_K8S_CURRENT_KUBECONFIG")
         or run_dir() / "k8s-current" / "kubeconfig"
@@ -114,14 +109,8 @@ def current_kubeconfig_path() -> Path:
 
 @functools.cache
 def k8s_cluster() -> tuple[str | None, str]:
-    """Returns ``(kubeconfig path, "")`` of a reachable cluster with a Ready node, or ``(None, why)``."""
+    """Returns ``(kubeconfig path, "")`` of the local cluster with a Ready node, or ``(None, why)``."""
     return _ready_cluster(kubeconfig_path())
-
-
-@functools.cache
-def k8s_current_cluster() -> tuple[str | None, str]:
-    """Like :func:`k8s_cluster`, for the current cluster of ``scripts/infra/k8s-current.sh``."""
-    return _ready_cluster(current_kubeconfig_path(), "scripts/infra/k8s-current.sh start")
 
 
 def _ready_cluster(path: Path, start: str = "scripts/infra/up.sh") -> tuple[str | None, str]:

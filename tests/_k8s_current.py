@@ -29,10 +29,10 @@ def module_client() -> Iterator[Any]:
     import pytest
 
     pytest.importorskip("kubernetes")
-    from _infra import k8s_current_cluster
+    from _infra import k8s_cluster
     from kubernetes import config
 
-    found, why = k8s_current_cluster()
+    found, why = k8s_cluster()
     if found is None:
         pytest.skip(why)  # conftest turns this into a failure under CI=true
     saved = os.environ.get("KUBECONFIG")

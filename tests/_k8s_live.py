@@ -1,13 +1,13 @@
-"""Helpers of the tests that run real pods on the local cluster (``scripts/infra/k8s-cluster.sh``).
+"""Helpers of the tests that run real pods on the local cluster (``scripts/infra/k8s-current.sh``).
 
 What the live tests rely on, stated once:
 
 - pods run the local image ``torchx-flow/python:3.11`` (tag not ``latest``, so the kubelet never
   tries to pull it) with this checkout (sources and ``.venv``) and the interpreter the venv was
   made from mounted read-only at their host paths, so ``.venv/bin/python`` works in the pod;
-- on the 1.20 cluster (no DNS) multi-replica apps run with ``rank0_address=pod_ip``: replicas
-  reach rank 0 by its pod IP on the Docker bridge; the current cluster (tests/_k8s_current.py)
-  has CoreDNS and uses ``dns``, the headless Service, as production does;
+- the cluster has CoreDNS: multi-replica apps reach rank 0 by its DNS name (``rank0_address=dns``,
+  the app's headless Service), as in production; tests/_k8s_current.py holds the helpers for
+  the cluster's containerd (image loads), Kueue and JobSet;
 - each test module works in its own namespace, deleted (with everything in it) afterwards.
 """
 
@@ -79,25 +79,6 @@ def api_client() -> Any:
     from kubernetes import config
 
     return config.new_client_from_config(config_file=os.environ["KUBECONFIG"])
-
-
-def module_client() -> Iterator[Any]:
-    """Body of a module-scoped ``client`` fixture: the local cluster's API client, else a skip.
-
-    Sets ``KUBECONFIG`` to the cluster found (for the module's later tests); closes the client.
-    """
-    import pytest
-
-    pytest.importorskip("kubernetes")
-    from _infra import k8s_cluster
-
-    found, why = k8s_cluster()
-    if found is None:
-        pytest.skip(why)
-    os.environ["KUBECONFIG"] = found
-    api = api_client()
-    yield api
-    api.close()
 
 
 def mount_tokens(*extra: str) -> list[str]:

@@ -18,7 +18,6 @@ from _infra import (
     docker_host,
     in_ci,
     k8s_cluster,
-    k8s_current_cluster,
     missing,
     registry,
     slurm_conf,
@@ -71,7 +70,6 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     for marker, probe, var in (
         ("docker", docker_host, "DOCKER_HOST"),
         ("k8s", k8s_cluster, "KUBECONFIG"),
-        ("k8s_current", k8s_current_cluster, "KUBECONFIG"),
         ("registry", registry, "TORCHX_FLOW_REGISTRY"),
         ("slurm", slurm_conf, "SLURM_CONF"),
     ):
@@ -139,10 +137,8 @@ as long as each other (the Celery tests + lineage; the fault tests + docker-comp
 _FIRST = (
     "stack",
     "stack2",
-    "k8s_current",
-    "k8s_current_jobset",
-    "k8s_current_adapters",
     "k8s",
+    "k8s_jobset",
     "k8s_adapters",
     "slurm",
     "kfp_local",
@@ -159,8 +155,8 @@ def _xdist_group(item: pytest.Item) -> str:
     """The ``pytest-xdist`` group of a test: tests of one group run one after another.
 
     The modules of whole Airflow stacks share one of two groups (:data:`_STACK_GROUPS`); the
-    tests of each shared engine or cluster share theirs (each single-node cluster: two groups;
-    the local Slurm); every other module is a group of its own (its module-scoped fixtures
+    tests of each shared engine or cluster share theirs (the single-node cluster: three groups;
+    the local Slurm: one); every other module is a group of its own (its module-scoped fixtures
     start once).
     """
     module = item.path.stem
@@ -170,17 +166,15 @@ def _xdist_group(item: pytest.Item) -> str:
     # kfp.local's DockerRunner containers: test_kfp_local checks that none is left behind
     if item.get_closest_marker("docker") is not None and item.path.parent.name in _KFP_DIRS:
         return "kfp_local"
-    for marker in ("k8s", "k8s_current", "slurm"):
+    for marker in ("k8s", "slurm"):
         if item.get_closest_marker(marker) is not None:
-            # each one-node cluster's tests in two groups, each app in a namespace of its own:
-            # the scheduler's and CLI's (tests/core), the adapters', DAGs' and deploy's
-            if marker != "slurm" and not item.path.is_relative_to(_CORE_TESTS):
-                return f"{marker}_adapters"
-            # the current cluster's own tests: JobSet and Kueue modules apart from the rest
-            if marker == "k8s_current" and module.startswith(
-                ("test_live_jobset", "test_live_kueue")
-            ):
-                return "k8s_current_jobset"
+            # the one-node cluster's tests in three groups, each app in a namespace of its own:
+            # the adapters', DAGs' and deploy's; the scheduler's and CLI's (tests/core), with
+            # the JobSet and Kueue modules apart from the rest
+            if marker == "k8s" and not item.path.is_relative_to(_CORE_TESTS):
+                return "k8s_adapters"
+            if marker == "k8s" and module.startswith(("test_live_jobset", "test_live_kueue")):
+                return "k8s_jobset"
             return marker
     return str(item.path)
 

@@ -7,7 +7,6 @@ started=${TORCHX_FLOW_STARTED:-$RUN/started}
 [ -f "$started" ] || exit 0
 grep -qx slurm "$started" && "$here/slurm.sh" stop
 grep -qx k8s-current "$started" && "$here/k8s-current.sh" stop
-grep -qx k8s "$started" && "$here/k8s-cluster.sh" stop
 grep -qx registry "$started" && "$here/registry.sh" stop
 grep -qx docker "$started" && "$here/docker-engine.sh" stop
 rm -f "$started"

@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
-# A single-node Kubernetes 1.35 cluster on 127.0.0.1 with cluster DNS, kube-proxy, Kueue and JobSet
-# (see docs/kubernetes-cluster.md). It runs beside the 1.20 cluster of k8s-cluster.sh (other ports,
-# other state directory, its own containerd), so both can be up at once.
+# A single-node Kubernetes 1.35 cluster on 127.0.0.1 with cluster DNS, kube-proxy, Kueue, JobSet and
+# the Volcano Job CRD (see docs/kubernetes-cluster.md): the cluster of every live Kubernetes test.
 #   k8s-current.sh start          start (or reuse) the cluster; prints KUBECONFIG=...
 #   k8s-current.sh stop           stop it: every process it started, the pods' containers and
 #                                 sandboxes, kubelet mounts, the pod bridge, kube-proxy's rules

@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
-# Starts the local infrastructure the `docker` and `k8s` tests use, as far as this machine allows:
-# the Docker engine, the local images, the local image registry (registry.sh on 127.0.0.1:5123), and
-# (when scripts/infra/k8s-cluster.sh exists) the local Kubernetes cluster, the current cluster
-# (k8s-current.sh), and the local Slurm
-# (slurm.sh). Prints the environment to use (DOCKER_HOST=..., TORCHX_FLOW_REGISTRY=..., KUBECONFIG=...,
+# Starts the local infrastructure the `docker`, `k8s` and `slurm` tests use, as far as this machine
+# allows: the Docker engine, the local images, the local image registry (registry.sh on
+# 127.0.0.1:5123), the local Kubernetes cluster (k8s-current.sh) and the local Slurm (slurm.sh).
+# Prints the environment to use (DOCKER_HOST=..., TORCHX_FLOW_REGISTRY=..., KUBECONFIG=...,
 # SLURM_CONF=...) on stdout.
 # Each part that this call started is recorded in $TORCHX_FLOW_STARTED (default
 # $TORCHX_FLOW_RUN/started; with-infra.sh uses a file of its own), so down.sh stops
@@ -43,19 +42,9 @@ if [ $status = 0 ]; then
     status=1
   fi
 fi
-if [ $status = 0 ] && [ -x "$here/k8s-cluster.sh" ] && [ "${TORCHX_FLOW_NO_K8S:-0}" != 1 ]; then
-  if kc=$("$here/k8s-cluster.sh" env 2>/dev/null); then
-    echo "$kc"
-  elif kc=$("$here/k8s-cluster.sh" start); then
-    echo k8s >>"$started"
-    echo "$kc"
-  else
-    status=1
-  fi
-fi
-# the current cluster (Kubernetes 1.35 with CoreDNS, Kueue, JobSet: k8s-current.sh) beside the 1.20
-# one; its kubeconfig goes out as TORCHX_FLOW_K8S_CURRENT_KUBECONFIG (tests marked k8s_current)
-if [ $status = 0 ] && [ -x "$here/k8s-current.sh" ] && [ "${TORCHX_FLOW_NO_K8S_CURRENT:-0}" != 1 ]; then
+# the local Kubernetes cluster (1.35 with CoreDNS, Kueue, JobSet and the Volcano Job CRD:
+# k8s-current.sh); its kubeconfig goes out as KUBECONFIG and TORCHX_FLOW_K8S_CURRENT_KUBECONFIG
+if [ $status = 0 ] && [ -x "$here/k8s-current.sh" ] && [ "${TORCHX_FLOW_NO_K8S:-0}" != 1 ]; then
   if kc=$("$here/k8s-current.sh" env 2>/dev/null); then
     :
   elif kc=$("$here/k8s-current.sh" start); then
@@ -63,7 +52,11 @@ if [ $status = 0 ] && [ -x "$here/k8s-current.sh" ] && [ "${TORCHX_FLOW_NO_K8S_C
   else
     status=1
   fi
-  [ $status = 0 ] && echo "TORCHX_FLOW_K8S_CURRENT_KUBECONFIG=$(echo "$kc" | sed -n 's/^KUBECONFIG=//p' | tail -n 1)"
+  if [ $status = 0 ]; then
+    kc=$(echo "$kc" | sed -n 's/^KUBECONFIG=//p' | tail -n 1)
+    echo "KUBECONFIG=$kc"
+    echo "TORCHX_FLOW_K8S_CURRENT_KUBECONFIG=$kc"
+  fi
 fi
 # the local Slurm cluster (independent of Docker): prints SLURM_CONF=...
 if [ -x "$here/slurm.sh" ] && [ "${TORCHX_FLOW_NO_SLURM:-0}" != 1 ]; then

@@ -40,7 +40,12 @@ from _airflow_rest import Api
 from _celery_stack import SECRETS, WORKERS, CeleryStack, Cluster
 from _support import open_gate, wait_until
 
-pytestmark = [pytest.mark.docker, pytest.mark.k8s, pytest.mark.slow, pytest.mark.timeout(1500)]
+pytestmark = [
+    pytest.mark.docker,
+    pytest.mark.k8s,
+    pytest.mark.slow,
+    pytest.mark.timeout(1500),
+]
 
 K8S = {"scheduler": "kubernetes"}
 T = TypeVar("T")

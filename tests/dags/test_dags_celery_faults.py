@@ -78,7 +78,12 @@ from _celery_stack import (
 from _infra import REPO, missing
 from _tcp_proxy import TcpProxy
 
-pytestmark = [pytest.mark.docker, pytest.mark.k8s, pytest.mark.slow, pytest.mark.timeout(2400)]
+pytestmark = [
+    pytest.mark.docker,
+    pytest.mark.k8s,
+    pytest.mark.slow,
+    pytest.mark.timeout(2400),
+]
 
 DAGS = (
     "torchx_proxied_train",

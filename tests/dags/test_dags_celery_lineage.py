@@ -28,7 +28,12 @@ from _celery_shared import OPENLINEAGE_NAMESPACE as NAMESPACE
 from _celery_stack import WORKERS, CeleryStack
 from _support import wait_until
 
-pytestmark = [pytest.mark.docker, pytest.mark.k8s, pytest.mark.slow, pytest.mark.timeout(1500)]
+pytestmark = [
+    pytest.mark.docker,
+    pytest.mark.k8s,
+    pytest.mark.slow,
+    pytest.mark.timeout(1500),
+]
 
 
 @pytest.fixture(params=sorted(LISTENER_MODES))
@@ -110,7 +115,7 @@ def test_celery_workers_emit_torchx_lineage_and_the_replica_gets_the_parent(
         "SUCCEEDED",
     )
     [role] = facet["roles"]
-    assert role["replicas"] == 1 and role["image"] == "torchx-flow/torch:2.13.0"
+    assert role["replicas"] == 1 and role["image"] == celery_stack.pod_image
     assert "torchx_error" not in complete["run"]["facets"]
     assert start["run"]["runId"] == complete["run"]["runId"]
 

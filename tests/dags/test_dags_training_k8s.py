@@ -28,7 +28,7 @@ pytestmark = [
         reason="apache-airflow is not installed (pip install -e '.[airflow]')",
     ),
     pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch is not installed"),
-    pytest.mark.k8s_current,
+    pytest.mark.k8s,
     pytest.mark.slow,
 ]
 

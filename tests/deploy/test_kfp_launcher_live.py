@@ -1,17 +1,28 @@
-"""A KFP launcher task as a pod on the local cluster, under deploy/kfp-launcher-rbac.yaml.
+"""A KFP launcher task as a pod on the current cluster (1.35), under deploy/kfp-launcher-rbac.yaml.
 
 The pod runs the launcher component's real container command (``sh -ec`` ... ``exec python3 -m
 kfp.dsl.executor_main``, built by ``_kfp_launcher.launcher_argv`` as the KFP launcher would)
 as the manifest's service account with in-cluster config, and submits its app with the
-kubernetes scheduler in plain mode. Any call the Role does not allow fails the launcher (and
-the test). What the local cluster lacks, made up the way the cluster would do it:
+kubernetes scheduler in plain mode (rank 0 by its DNS name under the app's headless Service,
+resolved by CoreDNS). Any call the Role does not allow fails the launcher (and the test).
 
-- the ServiceAccount admission plugin is off, so the account's token secret is mounted at
-  ``/var/run/secrets/kubernetes.io/serviceaccount`` by hand (what the plugin does);
-- the API server listens on 127.0.0.1 only and there is no kube-proxy, so the launcher pod
-  uses the host network and ``KUBERNETES_SERVICE_HOST/PORT`` name that address;
-- the launcher runs this checkout's sources (mounted read-only, ``PYTHONPATH``) in the image
-  ``torchx-flow/torch:2.13.0`` (scripts/infra/torch-image.sh), which the app's pods run too.
+Real, as on a production cluster: RBAC; the ServiceAccount admission plugin, which mounts the
+account's projected, bound token and the cluster's CA (``kube-root-ca.crt``) at
+``/var/run/secrets/kubernetes.io/serviceaccount``; the in-cluster client verifying the API
+server's certificate against that CA; CoreDNS; the kubelet's SIGTERM to the container's PID 1
+(sent here through the cluster's containerd, the call the kubelet's StopContainer makes).
+
+Made up for this one-node cluster:
+
+- the ``kubernetes`` Service has no endpoints and the API server listens on 127.0.0.1 only, so
+  the launcher pod uses the host network and ``KUBERNETES_SERVICE_HOST/PORT`` name that address
+  (its certificate names 127.0.0.1 too);
+- the launcher and the app's pods run ``torchx-flow/python:3.11`` with this venv first on
+  ``PATH`` (loaded into the cluster's containerd for the module), the checkout, the venv and
+  its base interpreter mounted read-only at their host paths (``_k8s_live.mount_tokens``),
+  instead of an image with torchx-flow and torch installed; the DDP app runs the checkout's
+  ``examples/train.py``;
+- the claim is bound to a hostPath volume (one node), made by the test.
 
 Everything lives in a fresh namespace, deleted afterwards.
 """
@@ -30,7 +41,8 @@ from urllib.parse import urlparse
 
 import pytest
 import yaml
-from _k8s_live import api_client, leftovers, namespace, wait_until
+from _k8s_current import loaded_venv_image, module_client
+from _k8s_live import bind_mounts, leftovers, mounts_arg, namespace, wait_until
 
 pytestmark = [pytest.mark.k8s, pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -38,22 +50,30 @@ pytest.importorskip("kfp")
 
 REPO = Path(__file__).resolve().parents[2]
 MANIFEST = REPO / "deploy" / "kfp-launcher-rbac.yaml"
-IMAGE = "torchx-flow/torch:2.13.0"
 ACCOUNT = "torchx-launcher"
 DATA = "/mnt/torchx"
 TRACKER_SECRET = "tracker-creds"
+SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 
 
 @pytest.fixture(scope="module")
 def client() -> Iterator[Any]:
-    api = api_client()
-    yield api
-    api.close()
+    yield from module_client()
 
 
-def apply_rbac(client: Any, ns: str) -> str:
-    """Creates the manifest's objects in ``ns``; returns the account's token secret."""
-    from kubernetes import client as k8s
+@pytest.fixture(scope="module")
+def image(client: Any) -> Iterator[str]:
+    """The venv image in the cluster's containerd, for the launcher and the app's pods."""
+    with loaded_venv_image() as tag:
+        yield tag
+
+
+def apply_rbac(client: Any, ns: str) -> None:
+    """Creates the manifest's objects in ``ns``.
+
+    No token Secret: since 1.24 the ServiceAccount admission plugin projects a bound token
+    into each pod that names the account.
+    """
     from kubernetes import utils
 
     for doc in yaml.safe_load_all(MANIFEST.read_text()):
@@ -61,28 +81,20 @@ def apply_rbac(client: Any, ns: str) -> str:
         for subject in doc.get("subjects", []):
             subject["namespace"] = ns
         utils.create_from_dict(client, doc, namespace=ns)
-    core = k8s.CoreV1Api(client)
-
-    def token_secret() -> str:
-        secrets = core.read_namespaced_service_account(ACCOUNT, ns).secrets or []
-        return secrets[0].name if secrets else ""
-
-    return str(wait_until("the service account's token", token_secret, timeout=60))
 
 
-def launcher_pod(name: str, secret: str, values: dict[str, Any]) -> dict[str, Any]:
-    """The launcher task's pod: the component's command, the account, its token, host network."""
+def launcher_pod(name: str, image: str, values: dict[str, Any]) -> dict[str, Any]:
+    """The launcher task's pod: the component's command, the account, host network."""
     from _kfp_launcher import launcher_argv
 
     from torchx_kfp import launcher_component
 
     server = urlparse(yaml.safe_load(Path(os.environ["KUBECONFIG"]).read_text())["clusters"][0]["cluster"]["server"])  # fmt: skip
     env = {
-        "PYTHONPATH": f"{REPO}/core:{REPO}/adapters",
         "KUBERNETES_SERVICE_HOST": str(server.hostname),
         "KUBERNETES_SERVICE_PORT": str(server.port),
     }
-    sa_dir = "/var/run/secrets/kubernetes.io/serviceaccount"
+    mounts = bind_mounts()
     pod: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -94,20 +106,19 @@ def launcher_pod(name: str, secret: str, values: dict[str, Any]) -> dict[str, An
             "containers": [
                 {
                     "name": "launcher",
-                    "image": IMAGE,
+                    "image": image,
                     "imagePullPolicy": "Never",
-                    "command": launcher_argv(launcher_component(IMAGE), values, "/tmp/outputs"),
+                    "command": launcher_argv(launcher_component(image), values, "/tmp/outputs"),
                     "env": [{"name": k, "value": v} for k, v in env.items()],
                     "resources": {"requests": {"cpu": "50m"}},
                     "volumeMounts": [
-                        {"name": "src", "mountPath": str(REPO), "readOnly": True},
-                        {"name": "token", "mountPath": sa_dir, "readOnly": True},
+                        {"name": f"host{i}", "mountPath": m.dst_path, "readOnly": True}
+                        for i, m in enumerate(mounts)
                     ],
                 }
             ],
             "volumes": [
-                {"name": "src", "hostPath": {"path": str(REPO)}},
-                {"name": "token", "secret": {"secretName": secret}},
+                {"name": f"host{i}", "hostPath": {"path": m.src_path}} for i, m in enumerate(mounts)
             ],
         },
     }
@@ -126,7 +137,7 @@ def launcher_pod(name: str, secret: str, values: dict[str, Any]) -> dict[str, An
 
 def task_values(ns: str, component: str, args: list[str]) -> dict[str, Any]:
     """The launcher task's inputs: ``component args`` on kubernetes, plain mode, in ``ns``."""
-    cfg = f"namespace={ns},mode=plain,rank0_address=pod_ip,reserved_millicpu=950"
+    cfg = f"namespace={ns},mode=plain,rank0_address=dns,reserved_millicpu=950"
     return {
         "component": component,
         "args": args,
@@ -198,18 +209,27 @@ def claim(client: Any, ns: str, host_dir: Path) -> Iterator[str]:
         k8s.CoreV1Api(client).delete_persistent_volume(volume)
 
 
-def test_launcher_pod_runs_ddp_2x1_under_the_rbac_manifest(client: Any, tmp_path: Path) -> None:
+def test_launcher_pod_runs_ddp_2x1_under_the_rbac_manifest(
+    client: Any, image: str, tmp_path: Path
+) -> None:
     """In-cluster, as ``torchx-launcher``: submit dist.ddp -j 2x1, stream both replicas, succeed;
     the task's claim (``pvc=``) is mounted in the app's pods, which write the checkpoint there."""
-    args = ["-j", "2x1", "--cpu", "1", "--memMB", "1024", "--image", IMAGE, "--name", "train"]
-    args += ["--script", "/opt/torchx-flow/examples/train.py", "--", "--steps", "5"]
-    args += ["--output-dir", f"{DATA}/out"]
+    from kubernetes import client as k8s
+
+    args = ["-j", "2x1", "--cpu", "1", "--memMB", "1024", "--image", image, "--name", "train"]
+    args += ["--mounts", mounts_arg(), "--script", str(REPO / "examples" / "train.py")]
+    args += ["--", "--steps", "5", "--output-dir", f"{DATA}/out"]
     data = tmp_path / "data"
     data.mkdir()
     with namespace(client, "tx-kfp-rbac") as ns, claim(client, ns, data) as pvc:
-        secret = apply_rbac(client, ns)
+        apply_rbac(client, ns)
         values = {**task_values(ns, "dist.ddp", args), "pvc": pvc, "pvc_mount_path": DATA}
-        name = start(client, ns, launcher_pod("launcher", secret, values))
+        name = start(client, ns, launcher_pod("launcher", image, values))
+        # the admission plugin gave the pod the account's token (a projected volume, not ours)
+        admitted = k8s.CoreV1Api(client).read_namespaced_pod(name, ns).spec
+        tokens = [v.name for v in admitted.volumes if v.projected is not None]
+        mounted = {m.mount_path for m in admitted.containers[0].volume_mounts}
+        assert tokens and SA_DIR in mounted, admitted
         ended = wait_until(
             "the launcher pod to end",
             lambda: phase(client, ns, name) in ("Succeeded", "Failed") and phase(client, ns, name),
@@ -227,44 +247,70 @@ def test_launcher_pod_runs_ddp_2x1_under_the_rbac_manifest(client: Any, tmp_path
         assert "SUCCEEDED" in log, log
         app_name = log.split("launched TorchX app ", 1)[1].split()[0].rsplit(":", 1)[1]
         assert list((data / "out").glob(f"*{app_name}/model.pt")), log  # via the claim
+        # rank 1 named rank 0 by its DNS name under the app's headless Service (CoreDNS)
+        found = k8s.CoreV1Api(client).list_namespaced_pod(
+            ns, label_selector=f"app.kubernetes.io/instance={app_name}"
+        )
+        envs = [{e.name: e.value for e in p.spec.containers[0].env or []} for p in found.items]
+        hosts = {e.get("TORCHX_RANK0_HOST", "") for e in envs} - {"localhost"}
+        assert len(hosts) == 1 and hosts.pop().endswith(f".{app_name}.{ns}.svc"), envs
 
 
-def _container(ns: str, pod: str) -> str:
-    """The Docker id of the launcher pod's container (the kubelet runs pods on this engine)."""
-    out = subprocess.run(
-        ["docker", "ps", "-q", "--filter", f"label=io.kubernetes.pod.namespace={ns}"]
-        + ["--filter", f"label=io.kubernetes.pod.name={pod}"]
-        + ["--filter", "label=io.kubernetes.container.name=launcher"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split()
-    return out[0] if len(out) == 1 else ""
+def _container(client: Any, ns: str, pod: str) -> str:
+    """The containerd id of the launcher pod's running container, else ``""``."""
+    from kubernetes import client as k8s
+
+    status = k8s.CoreV1Api(client).read_namespaced_pod(pod, ns).status
+    found = [s for s in status.container_statuses or [] if s.name == "launcher"]
+    if not found or found[0].state.running is None or not found[0].container_id:
+        return ""
+    runtime, _, cid = found[0].container_id.partition("://")
+    assert runtime == "containerd", found[0].container_id
+    return cid
 
 
-@pytest.mark.docker
-def test_docker_stop_of_the_launcher_cancels_its_app(client: Any) -> None:
+def _sigterm(container: str) -> None:
+    """SIGTERM to ``container``'s PID 1 through the cluster's containerd: what the kubelet's
+    StopContainer (CRI) asks containerd to do first."""
+    from _infra import run_dir
+
+    sock = run_dir() / "k8s-current" / "containerd.sock"
+    ctr = ["ctr", "--address", str(sock), "-n", "k8s.io", "tasks", "kill"]
+    subprocess.run([*ctr, "--signal", "SIGTERM", container], check=True, capture_output=True)
+
+
+def _exit_code(client: Any, ns: str, pod: str) -> int | None:
+    """The launcher container's exit code once it has ended, else ``None``."""
+    from kubernetes import client as k8s
+
+    status = k8s.CoreV1Api(client).read_namespaced_pod(pod, ns).status
+    found = [s for s in status.container_statuses or [] if s.name == "launcher"]
+    ended = found[0].state.terminated if found else None
+    return None if ended is None else int(ended.exit_code)
+
+
+def test_sigterm_to_the_launcher_cancels_its_app(client: Any, image: str) -> None:
     """SIGTERM to the launcher container's PID 1 (the kubelet's way) cancels the app.
 
     The launcher's env holds a secret's key (``secrets=``); both replicas print it (waited
-    for before the stop): the launcher passed it on to the app.
+    for before the signal): the launcher passed it on to the app.
     """
     from kubernetes import client as k8s
 
     from torchx.schedulers.kubernetes_scheduler import create_scheduler
 
-    args = ["--image", IMAGE, "--num_replicas", "2", "--cpu", "1", "--memMB", "1024"]
+    args = ["--image", image, "--num_replicas", "2", "--cpu", "1", "--memMB", "1024"]
     # PID 1 a shell that ends on SIGTERM (utils.sh's ``sh -c`` execs it; a PID 1 without a
     # handler ignores SIGTERM: the cancelled pods waited out their 30 s grace period)
     script = "trap 'exit 143' TERM; echo \"token=$TX_TOKEN\"; sleep 600 & wait"
     args += ["exec", "sh", "-c", script]
     with namespace(client, "tx-kfp-cancel") as ns:
-        secret = apply_rbac(client, ns)
+        apply_rbac(client, ns)
         body = k8s.V1Secret(metadata=k8s.V1ObjectMeta(name=TRACKER_SECRET))
         body.string_data = {"tx_token": "s3cret-value"}
         k8s.CoreV1Api(client).create_namespaced_secret(ns, body)
         values = {**task_values(ns, "utils.sh", args), "secret_env": ["TX_TOKEN"]}
-        name = start(client, ns, launcher_pod("launcher", secret, values))
+        name = start(client, ns, launcher_pod("launcher", image, values))
         sched = create_scheduler("test", client=client)
 
         def running_app() -> str:
@@ -279,16 +325,17 @@ def test_docker_stop_of_the_launcher_cancels_its_app(client: Any) -> None:
             return app_id if desc is not None and desc.state.name == "RUNNING" else ""
 
         app_id = wait_until("the app to run", running_app, timeout=600)
-        container = wait_until("the launcher's container", lambda: _container(ns, name))
-        subprocess.run(["docker", "stop", "-t", "30", container], check=True, capture_output=True)
-        code = subprocess.run(
-            ["docker", "inspect", "-f", "{{.State.ExitCode}}", container],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
+        _sigterm(wait_until("the launcher's container", lambda: _container(client, ns, name)))
+        # restartPolicy Never: the pod ends, the kubelet keeps the container's exit code and log
+        ended = wait_until(
+            "the launcher pod to end",
+            lambda: phase(client, ns, name) in ("Succeeded", "Failed") and phase(client, ns, name),
+            timeout=120,
+        )
+        code = _exit_code(client, ns, name)
         log = pod_log(client, ns, name)
-        assert code == "143", f"exit code {code} (137: SIGTERM never reached python)\n{log}"
+        assert code == 143, f"exit code {code} (137: SIGTERM never reached python)\n{log}"
+        assert ended == "Failed", log
         assert "task terminated: cancelling TorchX app" in log, log
         desc = sched.describe(app_id)
         assert desc is not None and desc.state.name == "CANCELLED", desc

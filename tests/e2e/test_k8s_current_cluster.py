@@ -91,7 +91,7 @@ def _finished(core: Any, ns: str, name: str) -> str | None:
 
 
 class TestCurrentCluster:
-    pytestmark = [pytest.mark.k8s_current, pytest.mark.slow]
+    pytestmark = [pytest.mark.k8s, pytest.mark.slow]
 
     def test_node_is_ready_on_the_pinned_release(self, api: Any) -> None:
         from kubernetes import client

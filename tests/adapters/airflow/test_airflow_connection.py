@@ -57,7 +57,7 @@ def test_named_resources_of_the_connection_are_honoured(
     assert "No named resource found for `team.boxx`. Did you mean `team.box`?" in output
 
 
-@pytest.mark.k8s_current
+@pytest.mark.k8s
 def test_the_kubeconfig_of_the_connection_reaches_the_cluster(
     tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
@@ -106,7 +106,7 @@ def test_connection_kube_extras_are_checked() -> None:
     assert s.override(scheduler="kubernetes").kube == s.kube
 
 
-@pytest.mark.k8s_current
+@pytest.mark.k8s
 def test_startup_timeout_fails_the_task_with_the_reason_and_cancels_the_app(
     tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:

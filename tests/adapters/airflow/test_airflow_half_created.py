@@ -27,7 +27,7 @@ pytestmark = [
         reason="apache-airflow is not installed (pip install -e '.[airflow]')",
     ),
     pytest.mark.slow,
-    pytest.mark.k8s_current,
+    pytest.mark.k8s,
 ]
 
 # rank 0 waits for its peer to connect (as a DDP rendezvous would), the peer connects to it

@@ -415,7 +415,7 @@ with DAG("crash_k8s", schedule=None, start_date=datetime(2024, 1, 1)):
 """
 
 
-@pytest.mark.k8s_current
+@pytest.mark.k8s
 def test_kill_9_before_the_store_write_leaves_one_kubernetes_app_in_the_connections_namespace(
     airflow_env: dict[str, str], runner: Any, tmp_path: Path
 ) -> None:

@@ -151,7 +151,7 @@ def test_docker_clear_after_success_runs_a_second_app_without_the_store(
             runner.delete(found.app_handle)
 
 
-@pytest.mark.k8s_current
+@pytest.mark.k8s
 def test_kubernetes_clear_after_success_runs_a_second_app_without_the_store(
     airflow_env: dict[str, str], runner: Any, tmp_path: Path
 ) -> None:
@@ -182,7 +182,7 @@ class _Ti:
     dag_id, task_id, run_id, map_index, try_number = "vc_dag", "train", "manual__x", -1, 2
 
 
-@pytest.mark.k8s  # the Volcano Job CRD: installed on the 1.20 cluster only
+@pytest.mark.k8s  # the Volcano Job CRD: installed by k8s-current.sh
 def test_volcano_apps_are_re_attached_by_labels_and_skipped_once_processed(runner: Any) -> None:
     """The operator's re-attach step (no store) on Volcano Jobs of the real API server.
 

@@ -23,7 +23,7 @@ pytestmark = [
         importlib.util.find_spec("airflow") is None,
         reason="apache-airflow is not installed (pip install -e '.[airflow]')",
     ),
-    pytest.mark.k8s_current,
+    pytest.mark.k8s,
     pytest.mark.slow,
 ]
 

@@ -115,7 +115,7 @@ def pull_error(handle: str) -> bool:
     return status is not None and says_pull_error(status.msg)
 
 
-@pytest.mark.k8s_current
+@pytest.mark.k8s
 @pytest.mark.slow
 @pytest.mark.parametrize("sig", SIGNALS, ids=lambda s: s.name)
 def test_kubernetes_wait_stops_on_a_signal(

@@ -111,7 +111,7 @@ def test_docker_apps_are_found_by_their_labels(runner: Any) -> None:
             runner.delete(handle)
 
 
-@pytest.mark.k8s_current
+@pytest.mark.k8s
 def test_kubernetes_plain_apps_are_found_by_their_labels(runner: Any) -> None:
     from _k8s_live import api_client, namespace
 
@@ -178,7 +178,7 @@ def test_docker_labels_added_after_launch_are_found_and_go_with_the_app(runner: 
             runner.delete(handle)
 
 
-@pytest.mark.k8s_current
+@pytest.mark.k8s
 def test_kubernetes_labels_added_after_launch_are_found(runner: Any) -> None:
     from _k8s_live import api_client, namespace
 

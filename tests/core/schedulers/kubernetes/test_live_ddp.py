@@ -24,7 +24,7 @@ from _support import run_torchx
 from torchx.schedulers.kubernetes_scheduler import create_scheduler
 from torchx.specs.api import is_terminal
 
-pytestmark = [pytest.mark.k8s_current, pytest.mark.slow, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.k8s, pytest.mark.slow, pytest.mark.timeout(900)]
 
 REPO = Path(__file__).resolve().parents[4]
 

@@ -23,7 +23,7 @@ from _support import run_torchx
 
 from torchx.specs.api import is_terminal
 
-pytestmark = [pytest.mark.k8s_current, pytest.mark.slow, pytest.mark.timeout(1200)]
+pytestmark = [pytest.mark.k8s, pytest.mark.slow, pytest.mark.timeout(1200)]
 
 REPO = Path(__file__).resolve().parents[4]
 

@@ -1,6 +1,6 @@
 """Jobset mode, Kueue and startup reasons against the current cluster (1.35, CoreDNS, Kueue, JobSet).
 
-Needs ``scripts/infra/k8s-current.sh start`` (the ``k8s_current`` marker: skipped without it,
+Needs ``scripts/infra/k8s-current.sh start`` (the ``k8s`` marker: skipped without it,
 a failure under ``CI=true``). Pods there see only images loaded into the cluster's containerd;
 ``torchx-flow/busybox:latest`` is loaded at start, and since a ``:latest`` image is pulled by
 default (``imagePullPolicy: Always``), the apps here run with ``image_pull_policy=IfNotPresent``.
@@ -22,7 +22,7 @@ from _k8s_live import namespace, wait_until
 
 from torchx.specs.api import NONE, AppDef, AppState, Resource, Role, is_terminal
 
-pytestmark = [pytest.mark.k8s_current, pytest.mark.slow]
+pytestmark = [pytest.mark.k8s, pytest.mark.slow]
 
 IMAGE = "torchx-flow/busybox:latest"
 SMALL = Resource(cpu=0.25, gpu=0, memMB=32)
@@ -35,10 +35,10 @@ KUEUE = ("kueue.x-k8s.io", "v1beta2")
 @pytest.fixture(scope="module")
 def client() -> Iterator[Any]:
     pytest.importorskip("kubernetes")
-    from _infra import k8s_current_cluster
+    from _infra import k8s_cluster
     from kubernetes import config
 
-    found, why = k8s_current_cluster()
+    found, why = k8s_cluster()
     if found is None:
         pytest.skip(why)  # conftest turns this into a failure under CI=true
     api = config.new_client_from_config(config_file=found)

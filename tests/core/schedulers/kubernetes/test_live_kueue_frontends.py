@@ -29,7 +29,7 @@ pytestmark = [
         importlib.util.find_spec("airflow") is None or importlib.util.find_spec("kfp") is None,
         reason="needs apache-airflow and kfp (pip install -e '.[airflow,kfp]')",
     ),
-    pytest.mark.k8s_current,
+    pytest.mark.k8s,
     pytest.mark.slow,
     pytest.mark.timeout(900),
 ]

@@ -22,7 +22,7 @@ from _k8s_live import IMAGE, leftovers, namespace, wait_until
 
 from torchx.specs.api import AppDef, AppState, Resource, Role
 
-pytestmark = [pytest.mark.k8s_current, pytest.mark.slow]
+pytestmark = [pytest.mark.k8s, pytest.mark.slow]
 
 # PID 1 ignores SIGTERM unless it traps it (else every stop waits out the 30 s grace period)
 SLEEP = "trap 'exit 143' TERM; sleep 600 & wait"

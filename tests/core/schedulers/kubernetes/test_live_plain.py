@@ -20,7 +20,7 @@ from _k8s_live import IMAGE, docker_env, leftovers, namespace, wait_until
 
 from torchx.specs.api import AppDef, AppState, Resource, Role, is_terminal
 
-pytestmark = [pytest.mark.k8s_current, pytest.mark.slow]
+pytestmark = [pytest.mark.k8s, pytest.mark.slow]
 
 SMALL = Resource(cpu=0.2, gpu=0, memMB=64)
 # a pod's PID 1 ignores SIGTERM unless it traps it: without the trap every stop waits out the

@@ -17,7 +17,7 @@ from _k8s_live import leftovers, namespace, wait_until
 
 from torchx.specs.api import AppDef, AppState, Resource, Role
 
-pytestmark = [pytest.mark.k8s_current, pytest.mark.slow]
+pytestmark = [pytest.mark.k8s, pytest.mark.slow]
 
 IMAGE = "torchx-flow/python:3.11"  # python3 only; loaded into the cluster's containerd by k8s-current.sh
 MODES = ["plain", "jobset"]

@@ -18,7 +18,7 @@ from _k8s_live import IMAGE, leftovers, namespace, wait_until
 
 from torchx.specs.api import AppDef, Resource, Role
 
-pytestmark = [pytest.mark.k8s_current]
+pytestmark = [pytest.mark.k8s]
 
 # pid 1 traps TERM so that a stop does not wait out the grace period
 SLEEP = "trap 'exit 143' TERM; sleep 600 & wait"

@@ -29,7 +29,7 @@ from torchx.schedulers.api import Scheduler
 from torchx.specs.api import AppDef, BindMount, CfgVal
 from torchx.testing import SchedulerTestSuite
 
-pytestmark = [pytest.mark.k8s_current, pytest.mark.slow]
+pytestmark = [pytest.mark.k8s, pytest.mark.slow]
 
 
 class _CurrentCluster(SchedulerTestSuite):

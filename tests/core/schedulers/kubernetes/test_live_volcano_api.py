@@ -1,7 +1,8 @@
-"""Volcano mode against the real API server of the local cluster (``k8s`` marker).
+"""Volcano mode against the real API server of the local cluster (``k8s``).
 
-No Volcano controller can run here (its images cannot be pulled), so these tests install the
-Volcano Job CRD kept in the repo if the cluster lacks it, submit real Jobs (server-side dry run
+No Volcano controller runs here (Volcano's Go module is not served by the module proxy, so it
+cannot be built), so these tests use the Volcano Job CRD kept in the repo (k8s-current.sh
+installs it; the tests install it if the cluster lacks it), submit real Jobs (server-side dry run
 included), and drive ``.status`` themselves as the controller would; describe, list, cancel and
 delete are then checked against what the API server stores. Every Job a test creates is deleted,
 and the CRD too if the test installed it.

@@ -21,7 +21,7 @@ from _k8s_live import IMAGE, docker_env, leftovers, namespace, says_pull_error, 
 
 from torchx.specs.api import AppDef, AppState, Resource, Role
 
-pytestmark = [pytest.mark.k8s_current, pytest.mark.slow]
+pytestmark = [pytest.mark.k8s, pytest.mark.slow]
 
 UNPULLABLE = "torchx-flow/busybox:latest"
 SCHEDULING = r"worker\[0\] (Unschedulable|FailedScheduling): 0/1 nodes are available: "

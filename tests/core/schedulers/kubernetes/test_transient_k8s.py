@@ -26,7 +26,7 @@ from torchx.runner import Runner
 from torchx.runner.follow import SchedulerUnreachableError, follow
 from torchx.specs.api import AppDef, AppState, Resource, Role
 
-pytestmark = [pytest.mark.k8s_current, pytest.mark.slow]
+pytestmark = [pytest.mark.k8s, pytest.mark.slow]
 
 COUNT = "i=0; while [ $i -lt 40 ]; do echo n $i; i=$((i+1)); sleep 0.25; done"
 
