@@ -113,9 +113,9 @@ def k8s_cluster() -> tuple[str | None, str]:
     return _ready_cluster(kubeconfig_path())
 
 
-def _ready_cluster(path: Path, start: str = "scripts/infra/up.sh") -> tuple[str | None, str]:
+def _ready_cluster(path: Path) -> tuple[str | None, str]:
     if not path.is_file():
-        return None, f"no local Kubernetes cluster ({path} missing); start one: {start}"
+        return None, f"no local Kubernetes cluster ({path} missing); start one: scripts/infra/up.sh"
     try:
         from kubernetes import client, config
     except ImportError:

@@ -54,16 +54,18 @@ def load_image(*images: str) -> None:
     subprocess.run([str(script), "load", *images], check=True, capture_output=True, timeout=900)
 
 
-def unload_image(image: str) -> None:
-    """Removes ``image`` from the cluster's containerd (what :func:`load_image` added)."""
+def ctr(*args: str, check: bool = False) -> subprocess.CompletedProcess[str]:
+    """``ctr ARGS`` against the cluster's containerd, in the kubelet's ``k8s.io`` namespace."""
     from _infra import run_dir
 
     sock = run_dir() / "k8s-current" / "containerd.sock"
-    subprocess.run(
-        ["ctr", "--address", str(sock), "-n", "k8s.io", "images", "rm", f"docker.io/{image}"],
-        capture_output=True,
-        timeout=120,
-    )
+    argv = ["ctr", "--address", str(sock), "-n", "k8s.io", *args]
+    return subprocess.run(argv, check=check, capture_output=True, text=True, timeout=120)
+
+
+def unload_image(image: str) -> None:
+    """Removes ``image`` from the cluster's containerd (what :func:`load_image` added)."""
+    ctr("images", "rm", f"docker.io/{image}")
 
 
 def cluster_queue(

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -41,7 +40,7 @@ from urllib.parse import urlparse
 
 import pytest
 import yaml
-from _k8s_current import loaded_venv_image, module_client
+from _k8s_current import ctr, loaded_venv_image, module_client
 from _k8s_live import bind_mounts, leftovers, mounts_arg, namespace, wait_until
 
 pytestmark = [pytest.mark.k8s, pytest.mark.slow, pytest.mark.timeout(900)]
@@ -272,11 +271,7 @@ def _container(client: Any, ns: str, pod: str) -> str:
 def _sigterm(container: str) -> None:
     """SIGTERM to ``container``'s PID 1 through the cluster's containerd: what the kubelet's
     StopContainer (CRI) asks containerd to do first."""
-    from _infra import run_dir
-
-    sock = run_dir() / "k8s-current" / "containerd.sock"
-    ctr = ["ctr", "--address", str(sock), "-n", "k8s.io", "tasks", "kill"]
-    subprocess.run([*ctr, "--signal", "SIGTERM", container], check=True, capture_output=True)
+    ctr("tasks", "kill", "--signal", "SIGTERM", container, check=True)
 
 
 def _exit_code(client: Any, ns: str, pod: str) -> int | None:
