@@ -14,7 +14,7 @@ import sys
 from contextlib import contextmanager
 
 from torchx.cli._errors import CliError, exception_message
-from torchx.cli._signals import exit_code_for, signal_exception_types
+from torchx.cli._signals import acknowledge, exit_code_for, signal_exception_types
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -120,6 +120,7 @@ def handle_errors(argv: Sequence[str]) -> Iterator[None]:
     except SystemExit:
         raise
     except signal_exception_types() as e:
+        acknowledge()
         sys.exit(exit_code_for(e))
     except BrokenPipeError:  # e.g. `torchx builtins | head -1`: stop quietly
         _silence_stdout()

@@ -15,7 +15,7 @@ import sys
 from typing import TYPE_CHECKING, Any, Optional
 
 from torchx.cli._errors import CliError
-from torchx.cli._signals import exit_code_for, signal_exception_types
+from torchx.cli._signals import acknowledge, exit_code_for, signal_exception_types
 from torchx.cli.cmd_base import SubCommand
 
 if TYPE_CHECKING:
@@ -131,6 +131,7 @@ class CmdPipeline(SubCommand):
                 wait_interval=args.wait_interval,
             )
         except signal_exception_types() as e:
+            acknowledge()
             progress.stop()
             if "run" in state:
                 _report(state["run"], args.json)

@@ -38,7 +38,7 @@ from torchx.cli._run_args import (
     torchx_run_args_from_json,
 )
 from torchx.cli._schedulers import add_scheduler_argument, scheduler_names
-from torchx.cli._signals import exit_code_for, signal_exception_types
+from torchx.cli._signals import acknowledge, exit_code_for, signal_exception_types
 from torchx.cli.argparse_util import ArgOnceAction, torchxconfig_run
 from torchx.cli.cmd_base import SubCommand
 from torchx.cli.cmd_builtins import CmdBuiltins
@@ -319,6 +319,7 @@ class CmdRun(SubCommand):
                 self._report(runner, app_handle)
             self._wait(runner, app_handle, log or local, startup)
         except signal_exception_types() as e:
+            acknowledge()
             logger.warning("interrupted (%s); cancelling %s", exception_message(e), app_handle)
             runner.cancel(app_handle)
             sys.exit(exit_code_for(e))

@@ -1,0 +1,84 @@
+"""A signal whose exception a finalizer swallowed is delivered again (``torchx.cli._signals``).
+
+When the handler runs inside ``__del__`` (or a generator closed by the collector, as urllib3
+closes a Kubernetes watch's connection), Python prints "Exception ignored in" and goes on: a
+``torchx run --wait`` used to keep waiting after such a Ctrl-C. A real process with the CLI's
+handlers receives the signal inside a finalizer; the signal must come back until the command
+catches it, and stop coming once it did.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPT = """\
+import sys, time
+from torchx.cli._signals import (
+    acknowledge, exit_code_for, install_signal_handlers, signal_exception_types,
+)
+
+install_signal_handlers()
+
+
+class Slow:
+    def __del__(self):
+        print("in finalizer", flush=True)
+        end = time.monotonic() + 3
+        while time.monotonic() < end:  # the handler runs here: its exception is ignored
+            pass
+
+
+try:
+    Slow()
+    print("waiting", flush=True)
+    while True:
+        time.sleep(0.05)
+except signal_exception_types() as e:
+    acknowledge()
+    print("caught", flush=True)
+    time.sleep(3)  # a cancel that takes a while: no second exception may land in it
+    print("cancelled", flush=True)
+    sys.exit(exit_code_for(e))
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=lambda s: s.name)
+def test_a_signal_lost_in_a_finalizer_comes_back_until_caught(
+    sig: signal.Signals, tmp_path: Path
+) -> None:
+    script = tmp_path / "wait.py"
+    script.write_text(SCRIPT)
+    proc = subprocess.Popen(
+        [sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline() == "in finalizer\n"
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert "Exception ignored in" in err  # the first delivery was lost
+    assert out == "waiting\ncaught\ncancelled\n", err
+    assert proc.returncode == 128 + sig, err
+
+
+def test_a_redelivery_that_crosses_the_acknowledgement_is_ignored() -> None:
+    from torchx.cli import _signals
+
+    _signals._State.pending, _signals._State.resent = None, True
+    try:
+        _signals._raise_signal_exception(signal.SIGINT, None)  # no exception: already handled
+        assert not _signals._State.resent
+        with pytest.raises(_signals.signal_exception_types()):  # a new signal raises again
+            _signals._raise_signal_exception(signal.SIGINT, None)
+    finally:
+        _signals.acknowledge()
+        _signals._State.resent = False
