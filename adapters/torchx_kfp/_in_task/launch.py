@@ -22,6 +22,7 @@ from torchx.runner.launch import LaunchRequest
 from torchx.specs.api import VolumeMount
 from torchx.specs.torchxconfig import TorchXConfig
 from torchx.util.log_tee_helpers import replicas_of
+from torchx.util.signals import Redelivery
 from torchx_kfp._appjson import app_from_json
 from torchx_kfp._errors import TorchXKfpAppError
 
@@ -105,12 +106,14 @@ class _ExitOnTerm:
     """Turns SIGTERM into ``SystemExit(143)`` while installed (main thread only).
 
     Raised inside the follow loop, the exit cancels the app (``Follower`` cancels on any
-    exception) before the task exits.
+    exception) before the task exits. A SIGTERM whose exit a finalizer swallowed is sent
+    again every second until the exit leaves this block (then the ``Follower`` cancels).
     """
 
     def __init__(self, handle: str, emit: Emit) -> None:
         self._handle, self._emit = handle, emit
         self._old: Any = None
+        self._redelivery = Redelivery(interval=1.0)
 
     def __enter__(self) -> _ExitOnTerm:
         if threading.current_thread() is threading.main_thread():
@@ -118,10 +121,13 @@ class _ExitOnTerm:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self._redelivery.acknowledge()
         if self._old is not None:
             signal.signal(signal.SIGTERM, self._old)
 
     def _on_term(self, signum: int, frame: object) -> None:
+        if not self._redelivery.received(signal.Signals(signum)):
+            return
         self._emit(f"task terminated: cancelling TorchX app {self._handle}")
         sys.exit(128 + signum)
 

@@ -5,11 +5,8 @@ raises ``torchx.schedulers.local_scheduler.SignalException`` when that module is
 code that catches it keeps working), otherwise this module's :class:`SignalException`.
 ``torchx run`` catches either, cancels its app and exits with ``128 + signal number``.
 
-A signal's exception can be lost: when the handler runs inside a finalizer (a generator closed
-by the garbage collector, an object's ``__del__``, e.g. urllib3 closing a watch's connection),
-the interpreter prints "Exception ignored in ..." and goes on, and the command would wait as if
-no signal came. So the signal is re-delivered to the main thread every
-:data:`REDELIVER_AFTER` seconds until a command catches its exception and calls
+A signal whose exception a finalizer swallowed is sent again
+(:class:`torchx.util.signals.Redelivery`) until a command catches it and calls
 :func:`acknowledge`.
 """
 
@@ -18,15 +15,14 @@ from __future__ import annotations
 import os
 import signal
 import sys
-import threading
-import time
+
+from torchx.util.signals import Redelivery
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from types import FrameType
 
 __all__ = [
-    "REDELIVER_AFTER",
     "SignalException",
     "acknowledge",
     "exit_code_for",
@@ -36,15 +32,8 @@ __all__ = [
 
 _LOCAL_SCHEDULER = "torchx.schedulers.local_scheduler"
 
-REDELIVER_AFTER = 1.0
-"""Seconds after which a signal whose exception was not acknowledged is sent again."""
-
-
-class _State:
-    """The signal whose exception no command has caught yet (module-level, main thread)."""
-
-    pending: signal.Signals | None = None
-    resent = False  # the next handler call may be a re-delivery
+_REDELIVERY = Redelivery(interval=1.0)
+"""Sends a signal whose exception no command caught yet again every second."""
 
 
 def acknowledge() -> None:
@@ -52,7 +41,7 @@ def acknowledge() -> None:
 
     Every ``except`` of :func:`signal_exception_types` in the CLI calls this first.
     """
-    _State.pending = None
+    _REDELIVERY.acknowledge()
 
 
 class SignalException(Exception):
@@ -90,27 +79,10 @@ def exit_code_for(e: BaseException) -> int:
         return 128 + int(signal.SIGINT)
 
 
-def _redeliver(main_thread: int) -> None:
-    """Sends the pending signal to the main thread again until it is acknowledged."""
-    while True:
-        time.sleep(REDELIVER_AFTER)
-        sig = _State.pending
-        if sig is None:
-            return
-        _State.resent = True
-        signal.pthread_kill(main_thread, sig)
-
-
 def _raise_signal_exception(signum: int, frame: FrameType | None) -> None:
     sig = signal.Signals(signum)
-    resent, _State.resent = _State.resent, False
-    if _State.pending is None:
-        if resent:  # a re-delivery that crossed the acknowledgement: the signal is handled
-            return
-        _State.pending = sig
-        threading.Thread(
-            target=_redeliver, args=(threading.get_ident(),), name="torchx-signal", daemon=True
-        ).start()
+    if not _REDELIVERY.received(sig):  # a re-delivery that crossed the acknowledgement
+        return
     msg = f"Process {os.getpid()} got signal: {sig}"
     local = getattr(sys.modules.get(_LOCAL_SCHEDULER), "SignalException", None)
     if isinstance(local, type) and issubclass(local, BaseException):

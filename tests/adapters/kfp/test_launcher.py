@@ -187,6 +187,50 @@ def test_sigterm_cancels_the_app(tmp_path: Path) -> None:
             proc.wait()
 
 
+EXIT_ON_TERM_IN_A_FINALIZER = """\
+import sys, time
+from torchx_kfp._in_task.launch import _ExitOnTerm
+
+
+class Slow:
+    def __del__(self):
+        print("in finalizer", flush=True)
+        end = time.monotonic() + 3
+        while time.monotonic() < end:  # SIGTERM's handler runs here: its exit is ignored
+            pass
+
+
+try:
+    with _ExitOnTerm("local_cwd://torchx/app", lambda line: print(line, flush=True)):
+        Slow()
+        while True:
+            time.sleep(0.05)
+finally:
+    print("cancelling", flush=True)  # where the Follower cancels the app
+"""
+
+
+def test_a_sigterm_lost_in_a_finalizer_still_ends_the_task(tmp_path: Path) -> None:
+    """SIGTERM is sent again until its exit leaves the follow block (the app is cancelled)."""
+    script = tmp_path / "task.py"
+    script.write_text(EXIT_ON_TERM_IN_A_FINALIZER)
+    proc = subprocess.Popen(
+        [sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline() == "in finalizer\n"
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert "Exception ignored in" in err  # the first SystemExit was lost
+    assert out.endswith("cancelling\n"), out
+    assert proc.returncode == 143, err
+
+
 @pytest.mark.docker
 def test_launch_on_local_docker() -> None:
     """The launcher submits to ``local_docker`` too (the app is deleted afterwards)."""

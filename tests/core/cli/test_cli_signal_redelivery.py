@@ -71,14 +71,13 @@ def test_a_signal_lost_in_a_finalizer_comes_back_until_caught(
 
 
 def test_a_redelivery_that_crosses_the_acknowledgement_is_ignored() -> None:
-    from torchx.cli import _signals
+    from torchx.util.signals import Redelivery
 
-    _signals._State.pending, _signals._State.resent = None, True
-    try:
-        _signals._raise_signal_exception(signal.SIGINT, None)  # no exception: already handled
-        assert not _signals._State.resent
-        with pytest.raises(_signals.signal_exception_types()):  # a new signal raises again
-            _signals._raise_signal_exception(signal.SIGINT, None)
-    finally:
-        _signals.acknowledge()
-        _signals._State.resent = False
+    redelivery = Redelivery(interval=3600)
+    assert redelivery.received(signal.SIGINT)  # the first delivery: the handler raises
+    assert redelivery.pending == signal.SIGINT
+    redelivery._resent = True  # the re-delivery thread sent it again ...
+    redelivery.acknowledge()  # ... just before the command caught the first one
+    assert not redelivery.received(signal.SIGINT)  # ignored: the signal is handled
+    assert redelivery.received(signal.SIGINT)  # a new signal from the user raises again
+    redelivery.acknowledge()
