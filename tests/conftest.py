@@ -13,6 +13,7 @@ from collections.abc import Generator, Iterator
 from pathlib import Path
 
 import _group_times
+import _machine
 import pytest
 from _infra import (
     docker_host,
@@ -43,6 +44,8 @@ def pytest_configure(config: pytest.Config) -> None:
     """
     if _loadgroup(config) and hasattr(config.option, "loadscopereorder"):
         config.option.loadscopereorder = False
+    if _loadgroup(config) and not hasattr(config, "workerinput"):  # the controller of a run
+        _machine.start()
     if config.getoption("--regen-goldens"):
         if in_ci():
             raise pytest.UsageError("--regen-goldens is refused under CI=true")
@@ -245,5 +248,9 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    """The longest xdist groups, beside ``--durations`` (only when the tests had groups)."""
+    """The longest xdist groups, beside ``--durations`` (only when the tests had groups).
+
+    Then the machine's speed and load (:mod:`_machine`): runs of different hours compare.
+    """
     _group_times.summary(terminalreporter)
+    _machine.summary(terminalreporter)
