@@ -49,6 +49,7 @@ def test_3_no_cluster():
 def _run(tmp_path: Path, ci: str) -> str:
     shutil.copy(TESTS / "conftest.py", tmp_path / "conftest.py")
     shutil.copy(TESTS / "_group_times.py", tmp_path / "_group_times.py")
+    shutil.copy(TESTS / "_machine.py", tmp_path / "_machine.py")
     (tmp_path / "_infra.py").write_text((TESTS / "_infra.py").read_text() + STUBS)
     (tmp_path / "test_cases.py").write_text(CASES)
     (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n    docker\n    k8s\n")
