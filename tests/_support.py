@@ -204,3 +204,34 @@ def run_opening_gate(
         proc.kill()
         code = proc.wait()
     return code, log.read_text()
+
+
+SLOW_FINALIZER = """\
+class Slow:
+    def __del__(self):
+        print("in finalizer", flush=True)
+        end = time.monotonic() + 3
+        while time.monotonic() < end:  # the signal's handler runs here: its exception is ignored
+            pass
+"""
+"""A class whose ``__del__`` prints ``in finalizer`` and then spins 3 s (needs ``import time``)."""
+
+
+def signal_in_finalizer(script: Path, sig: int) -> tuple[int, str, str]:
+    """Runs ``script``, sends ``sig`` once it prints ``in finalizer``; returns (rc, out, err).
+
+    The script's first line of output must be ``in finalizer`` (see :data:`SLOW_FINALIZER`).
+    """
+    proc = subprocess.Popen(
+        [sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline() == "in finalizer\n"
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    return proc.returncode, out, err

@@ -13,6 +13,7 @@ import pytest
 pytest.importorskip("kfp")
 
 from _kfp_support import compile_ir
+from _support import SLOW_FINALIZER, signal_in_finalizer
 from kfp import dsl
 
 import torchx.specs as specs
@@ -192,13 +193,7 @@ import sys, time
 from torchx_kfp._in_task.launch import _ExitOnTerm
 
 
-class Slow:
-    def __del__(self):
-        print("in finalizer", flush=True)
-        end = time.monotonic() + 3
-        while time.monotonic() < end:  # SIGTERM's handler runs here: its exit is ignored
-            pass
-
+{slow}
 
 try:
     with _ExitOnTerm("local_cwd://torchx/app", lambda line: print(line, flush=True)):
@@ -207,28 +202,17 @@ try:
             time.sleep(0.05)
 finally:
     print("cancelling", flush=True)  # where the Follower cancels the app
-"""
+""".replace("{slow}", SLOW_FINALIZER)
 
 
 def test_a_sigterm_lost_in_a_finalizer_still_ends_the_task(tmp_path: Path) -> None:
     """SIGTERM is sent again until its exit leaves the follow block (the app is cancelled)."""
     script = tmp_path / "task.py"
     script.write_text(EXIT_ON_TERM_IN_A_FINALIZER)
-    proc = subprocess.Popen(
-        [sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
-    try:
-        assert proc.stdout is not None
-        assert proc.stdout.readline() == "in finalizer\n"
-        proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+    returncode, out, err = signal_in_finalizer(script, signal.SIGTERM)
     assert "Exception ignored in" in err  # the first SystemExit was lost
     assert out.endswith("cancelling\n"), out
-    assert proc.returncode == 143, err
+    assert returncode == 143, err
 
 
 @pytest.mark.docker

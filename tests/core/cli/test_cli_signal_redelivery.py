@@ -10,11 +10,10 @@ catches it, and stop coming once it did.
 from __future__ import annotations
 
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from _support import SLOW_FINALIZER, signal_in_finalizer
 
 SCRIPT = """\
 import sys, time
@@ -25,13 +24,7 @@ from torchx.cli._signals import (
 install_signal_handlers()
 
 
-class Slow:
-    def __del__(self):
-        print("in finalizer", flush=True)
-        end = time.monotonic() + 3
-        while time.monotonic() < end:  # the handler runs here: its exception is ignored
-            pass
-
+{slow}
 
 try:
     Slow()
@@ -44,7 +37,7 @@ except signal_exception_types() as e:
     time.sleep(3)  # a cancel that takes a while: no second exception may land in it
     print("cancelled", flush=True)
     sys.exit(exit_code_for(e))
-"""
+""".replace("{slow}", SLOW_FINALIZER)
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=lambda s: s.name)
@@ -53,21 +46,10 @@ def test_a_signal_lost_in_a_finalizer_comes_back_until_caught(
 ) -> None:
     script = tmp_path / "wait.py"
     script.write_text(SCRIPT)
-    proc = subprocess.Popen(
-        [sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
-    try:
-        assert proc.stdout is not None
-        assert proc.stdout.readline() == "in finalizer\n"
-        proc.send_signal(sig)
-        out, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+    returncode, out, err = signal_in_finalizer(script, sig)
     assert "Exception ignored in" in err  # the first delivery was lost
     assert out == "waiting\ncaught\ncancelled\n", err
-    assert proc.returncode == 128 + sig, err
+    assert returncode == 128 + sig, err
 
 
 def test_a_redelivery_that_crosses_the_acknowledgement_is_ignored() -> None:
