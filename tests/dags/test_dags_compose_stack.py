@@ -196,9 +196,11 @@ def _scheduler_log(engine: Engine) -> str:
 
 
 def _run_and_check(api: Api, deferrable: bool) -> dict[str, str]:
+    """Runs the training DAG; checks its tasks' logs (every try's: a loaded machine retries)."""
     run_id, state = api.run_dag({"steps": 10})
     tasks = api.tasks(run_id)
-    logs = {name: api.log(run_id, ti) for name, ti in tasks.items()}
+    tries = {name: _try_logs(api, run_id, ti) for name, ti in tasks.items()}
+    logs = {name: "\n".join(found) for name, found in tries.items()}
     failed = {n: logs[n][-6000:] for n, ti in tasks.items() if ti["state"] != "success"}
     assert state == "success", {n: ti["state"] for n, ti in tasks.items()} | failed
     assert {name: tasks[name]["state"] for name in TASKS} == dict.fromkeys(TASKS, "success")
@@ -208,9 +210,23 @@ def _run_and_check(api: Api, deferrable: bool) -> dict[str, str]:
     assert re.search(r"\[train/0\] .*checkpoint saved to", logs["train"])
     assert "/0] evaluated" in logs["evaluate"]
     for name in TASKS:
-        assert "launched TorchX app local_cwd://" in logs[name]
+        _one_app_per_task(name, tries[name])
         assert (HANDBACK in logs[name]) == deferrable, name
     return logs
+
+
+def _try_logs(api: Api, run_id: str, ti: dict[str, Any]) -> list[str]:
+    """The task's log of each try, the first try first."""
+    return [api.log(run_id, {**ti, "try_number": n}) for n in range(1, ti["try_number"] + 1)]
+
+
+def _one_app_per_task(name: str, tries: list[str]) -> None:
+    """One try launched the task's app; a later try (the machine too slow for a heartbeat)
+    re-attached to that app instead of launching another, and saw it end."""
+    launched = [m.group(1) for log in tries for m in re.finditer(r"launched TorchX app (\S+)", log)]
+    assert len(launched) == 1, (name, len(tries), [log[-3000:] for log in tries])
+    assert launched[0].startswith("local_cwd://"), (name, launched)
+    assert f"TorchX app {launched[0]} SUCCEEDED" in tries[-1], (name, tries[-1][-3000:])
 
 
 JWT_SECRET = "torchx-flow-local-only"  # docker-compose.yml: the JWT secret and the API secret key
