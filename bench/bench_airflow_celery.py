@@ -145,7 +145,7 @@ def bash_tasks(api: Api, runs: int) -> list[dict[str, Any]]:
 
 def echo_template(stack: CeleryStack) -> str:
     """The pod template of a ``torchx_echo`` app's Job as JSON, without labels (their own pods)."""
-    job = stack.cluster.jobs("torchx_echo", "echo")[0]
+    job = stack.cluster.jobs("torchx_echo", "echo", "")[0]  # any run's
     template = stack.cluster.api.sanitize_for_serialization(job.spec.template)
     template["metadata"] = {}
     return json.dumps(template)
@@ -188,7 +188,7 @@ def kill_to_reattach(stack: CeleryStack, api: Api) -> tuple[float, float]:
         dag, {"scheduler": "kubernetes", "workdir": str(stack.workdir), "steps": 20000}
     )
     api.wait_task(dag, run_id, "train", lambda t: t["state"] == "running" and t["hostname"])
-    while len([p for p in stack.cluster.pods(dag, "train") if p.status.phase == "Running"]) < 2:
+    while not stack.cluster.running(dag, "train", run_id, 2):
         time.sleep(0.5)
     worker = api.tasks(dag, run_id)["train"]["hostname"]
     killed = time.monotonic()

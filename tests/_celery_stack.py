@@ -44,6 +44,8 @@ from _infra import REPO
 from _k8s_current import loaded_venv_image
 from _k8s_live import mount_tokens
 
+from torchx.schedulers.labels import label_value
+
 COMPOSE_FILE = REPO / "docker-compose.celery.yml"
 SERVICES = (
     "postgres",
@@ -60,6 +62,7 @@ WORKERS = ("airflow-worker-1", "airflow-worker-2")  # service name = hostname
 OPT = "/opt/torchx-flow"  # where the stack's DAGs find examples/ and pipelines/ (the compose file)
 TASK_LABEL = "labels.torchx.pytorch.org/airflow-task-id"
 DAG_LABEL = "labels.torchx.pytorch.org/airflow-dag-id"
+RUN_LABEL = "labels.torchx.pytorch.org/airflow-run-id"
 INSTANCE_LABEL = "app.kubernetes.io/instance"
 # the stack's secrets (docker-compose.celery.yml): no replica may see them
 SECRETS = ("torchx-flow-local-only-jwt", "torchx-flow-local-only-key", "airflow:airflow@")
@@ -164,23 +167,29 @@ class Cluster:
         meta = client.V1ObjectMeta(name=self.namespace)
         self.core.create_namespace(client.V1Namespace(metadata=meta))
 
-    def _selector(self, dag_id: str, task_id: str) -> str:
-        return f"{DAG_LABEL}={dag_id},{TASK_LABEL}={task_id}"
+    def _selector(self, dag_id: str, task_id: str = "", run_id: str = "") -> str:
+        """The task-identity label selector; a run id keeps out other tests' runs of the DAG."""
+        selector = f"{DAG_LABEL}={dag_id}"
+        if task_id:
+            selector += f",{TASK_LABEL}={task_id}"
+        if run_id:
+            selector += f",{RUN_LABEL}={label_value(run_id)}"
+        return selector
 
-    def jobs(self, dag_id: str, task_id: str) -> list[Any]:
-        """The Jobs the task's apps created (by the task-identity labels)."""
+    def jobs(self, dag_id: str, task_id: str, run_id: str) -> list[Any]:
+        """The Jobs the task's apps created in the run (by the task-identity labels)."""
         found = self.batch.list_namespaced_job(
-            self.namespace, label_selector=self._selector(dag_id, task_id)
+            self.namespace, label_selector=self._selector(dag_id, task_id, run_id)
         )
         return list(found.items)
 
-    def apps(self, dag_id: str, task_id: str) -> set[str]:
-        """The app ids (one per set of Jobs) the task created."""
-        return {j.metadata.labels[INSTANCE_LABEL] for j in self.jobs(dag_id, task_id)}
+    def apps(self, dag_id: str, task_id: str, run_id: str) -> set[str]:
+        """The app ids (one per set of Jobs) the task created in the run."""
+        return {j.metadata.labels[INSTANCE_LABEL] for j in self.jobs(dag_id, task_id, run_id)}
 
-    def pods(self, dag_id: str, task_id: str = "") -> list[Any]:
-        """The task's pods (every pod of the DAG without ``task_id``)."""
-        selector = self._selector(dag_id, task_id) if task_id else f"{DAG_LABEL}={dag_id}"
+    def pods(self, dag_id: str, task_id: str, run_id: str) -> list[Any]:
+        """The task's pods in the run (every pod of the run without ``task_id``)."""
+        selector = self._selector(dag_id, task_id, run_id)
         return list(self.core.list_namespaced_pod(self.namespace, label_selector=selector).items)
 
     def pods_of_app(self, app_id: str) -> list[Any]:
@@ -188,9 +197,9 @@ class Cluster:
         selector = f"{INSTANCE_LABEL}={app_id}"
         return list(self.core.list_namespaced_pod(self.namespace, label_selector=selector).items)
 
-    def running(self, dag_id: str, task_id: str, replicas: int) -> list[Any]:
-        """The task's running pods when there are ``replicas`` of them, else []."""
-        pods = [p for p in self.pods(dag_id, task_id) if p.status.phase == "Running"]
+    def running(self, dag_id: str, task_id: str, run_id: str, replicas: int) -> list[Any]:
+        """The task's running pods in the run when there are ``replicas`` of them, else []."""
+        pods = [p for p in self.pods(dag_id, task_id, run_id) if p.status.phase == "Running"]
         return pods if len(pods) == replicas else []
 
     def environ(self, pod: Any) -> dict[str, str]:

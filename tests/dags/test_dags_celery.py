@@ -142,13 +142,13 @@ def test_training_dag_runs_train_as_2_replica_ddp_on_kubernetes(
     assert train["state"] == "SUCCEEDED"
     assert train["app_handle"].startswith(f"kubernetes://torchx/{stack.cluster.namespace}:")
     # one app of two replicas: one Job and one pod per replica
-    assert stack.cluster.apps(dag, "train") == {_job_name(train["app_id"])}
-    assert len(stack.cluster.jobs(dag, "train")) == 2
+    assert stack.cluster.apps(dag, "train", run_id) == {_job_name(train["app_id"])}
+    assert len(stack.cluster.jobs(dag, "train", run_id)) == 2
     log = api.log(dag, run_id, "train", 1)
     assert "training on 2 workers, 100 steps" in log, log[-3000:]
     assert "evaluated" in api.log(dag, run_id, "evaluate", 1)
     # what every replica of the run was given: no Airflow variable, no secret
-    for pod in stack.cluster.pods(dag):
+    for pod in stack.cluster.pods(dag, "", run_id):
         for c in pod.spec.containers:
             env = {e.name: e.value or "" for e in c.env or []}
             _assert_no_secrets(env, pod.metadata.name)
@@ -165,7 +165,7 @@ def test_clearing_succeeded_train_runs_a_new_app(stack: CeleryStack, api: Api) -
     assert api.wait_run(dag, run_id) == "success", _failure(api, stack, dag, run_id)
     second = _job_name(api.xcom(dag, run_id, "train")["app_id"])
     assert second != first
-    assert stack.cluster.apps(dag, "train") == {first, second}
+    assert stack.cluster.apps(dag, "train", run_id) == {first, second}
 
 
 def _until(
@@ -192,7 +192,9 @@ def _started_train(stack: CeleryStack, api: Api, dag: str, conf: dict[str, Any])
 def _running_train(api: Api, stack: CeleryStack, dag: str, run_id: str) -> tuple[dict, list]:
     """Waits until ``train`` runs on a worker and its 2 replicas run; returns (ti, pods)."""
     api.wait_task(dag, run_id, "train", lambda t: t["state"] in ("running", "deferred"))
-    pods = _until(api, stack, dag, run_id, lambda: stack.cluster.running(dag, "train", 2), 0.5)
+    pods = _until(
+        api, stack, dag, run_id, lambda: stack.cluster.running(dag, "train", run_id, 2), 0.5
+    )
     return api.tasks(dag, run_id)["train"], pods
 
 
@@ -209,7 +211,7 @@ def test_worker_killed_while_train_runs_retry_reattaches_on_other_worker(
     # the real environment of a running replica's main process
     for pod in pods:
         _assert_no_secrets(stack.cluster.environ(pod), pod.metadata.name)
-    [app] = stack.cluster.apps(dag, "train")
+    [app] = stack.cluster.apps(dag, "train", run_id)
     stack.kill(worker)
     try:
         _retry_found_it_alive(api, stack, dag, run_id)
@@ -219,7 +221,7 @@ def test_worker_killed_while_train_runs_retry_reattaches_on_other_worker(
         ti = api.tasks(dag, run_id)["train"]
         assert ti["try_number"] == 2 and ti["hostname"] == _other(worker), ti
         # the retry followed the app the killed try launched: no second set of Jobs
-        assert stack.cluster.apps(dag, "train") == {app}
+        assert stack.cluster.apps(dag, "train", run_id) == {app}
         assert _job_name(api.xcom(dag, run_id, "train")["app_id"]) == app
     finally:
         stack.start(worker)  # healthy again by the next test that needs it
@@ -233,17 +235,19 @@ def test_worker_killed_in_first_second_retry_finds_app_by_labels(
     run_id, worker = _started_train(stack, api, dag, conf)
     # both replicas' Jobs exist: the app was just submitted (a kill between the two creations:
     # test_worker_killed_between_job_creations_retry_replaces_half_created_app)
-    _until(api, stack, dag, run_id, lambda: len(stack.cluster.jobs(dag, "train")) >= 2, 0.02)
+    _until(
+        api, stack, dag, run_id, lambda: len(stack.cluster.jobs(dag, "train", run_id)) >= 2, 0.02
+    )
     stack.kill(worker)
-    [app] = stack.cluster.apps(dag, "train")
+    [app] = stack.cluster.apps(dag, "train", run_id)
     try:
         _retry_found_it_alive(api, stack, dag, run_id)
         _release(conf)
         assert api.wait_run(dag, run_id) == "success", _failure(api, stack, dag, run_id)
         ti = api.tasks(dag, run_id)["train"]
         assert ti["try_number"] == 2 and ti["hostname"] == _other(worker), ti
-        assert stack.cluster.apps(dag, "train") == {app}
-        assert len(stack.cluster.jobs(dag, "train")) == 2
+        assert stack.cluster.apps(dag, "train", run_id) == {app}
+        assert len(stack.cluster.jobs(dag, "train", run_id)) == 2
     finally:
         stack.start(worker)  # healthy again by the next test that needs it
 
@@ -265,7 +269,7 @@ def test_deferred_train_followed_by_triggerer_survives_its_kill(
     # the worker slot is free while the app runs: the task waits in the triggerer
     ti = api.wait_task(dag, run_id, "train", lambda t: _triggerer(t) is not None, timeout=120)
     killed = _triggerer(ti)
-    [app] = stack.cluster.apps(dag, "train")
+    [app] = stack.cluster.apps(dag, "train", run_id)
     stack.kill("airflow-triggerer")
     time.sleep(3)
     stack.start("airflow-triggerer")
@@ -275,7 +279,7 @@ def test_deferred_train_followed_by_triggerer_survives_its_kill(
     assert api.wait_run(dag, run_id) == "success", _failure(api, stack, dag, run_id)
     ti = api.tasks(dag, run_id)["train"]
     assert ti["try_number"] == 1, ti  # the trigger ran again: no retry of the task
-    assert stack.cluster.apps(dag, "train") == {app}
+    assert stack.cluster.apps(dag, "train", run_id) == {app}
     assert _job_name(api.xcom(dag, run_id, "train")["app_id"]) == app
 
 
@@ -292,7 +296,7 @@ def test_execution_timeout_shorter_than_app_cancels_it(
     log = api.log(dag, run_id, "sleep", 1)
     if dag == "torchx_timeout_deferred":  # the trigger enforces the deadline itself
         assert "deadline passed: cancelling TorchX app" in log, log[-3000:]
-    [app] = stack.cluster.apps(dag, "sleep")
+    [app] = stack.cluster.apps(dag, "sleep", run_id)
     assert _app_state(stack, app) == "CANCELLED"
     _wait_no_pods(stack.cluster, app)
 
@@ -311,7 +315,7 @@ def test_trigger_that_cannot_reach_the_cluster_fails_the_task_and_leaves_the_app
     ti = api.tasks(dag, run_id)["sleep"]
     assert ti["state"] == "failed" and ti["try_number"] == 1, ti
     assert ti["hostname"] in WORKERS, ti  # the error event resumed the task on a worker
-    [app] = stack.cluster.apps(dag, "sleep")
+    [app] = stack.cluster.apps(dag, "sleep", run_id)
     # the error the task failed with (its log record's error details) is the trigger's message
     log = _log_records(api, dag, run_id, "sleep", 1)
     handle = f"kubernetes://torchx/{stack.cluster.namespace}:{app}"
@@ -330,14 +334,14 @@ def test_worker_killed_between_job_creations_retry_replaces_half_created_app(
     run_id, worker = _started_train(stack, api, dag, _conf(stack, 20))
 
     def running_pods() -> list[Any]:
-        return [p for p in stack.cluster.pods(dag, "train") if p.status.phase == "Running"]
+        return [p for p in stack.cluster.pods(dag, "train", run_id) if p.status.phase == "Running"]
 
     # rank 0's pod runs (its IP is known): the submitter sleeps 15 s before rank 1's Job
     pods = _until(api, stack, dag, run_id, running_pods, 0.2)
     stack.kill(worker)
     try:
-        [half] = stack.cluster.apps(dag, "train")
-        assert len(stack.cluster.jobs(dag, "train")) == 1 and len(pods) == 1, pods
+        [half] = stack.cluster.apps(dag, "train", run_id)
+        assert len(stack.cluster.jobs(dag, "train", run_id)) == 1 and len(pods) == 1, pods
         assert api.wait_run(dag, run_id) == "success", _failure(api, stack, dag, run_id)
         ti = api.tasks(dag, run_id)["train"]
         assert ti["try_number"] == 2 and ti["hostname"] == _other(worker), ti
@@ -345,8 +349,8 @@ def test_worker_killed_between_job_creations_retry_replaces_half_created_app(
         assert "by its labels" in log and "is FAILED -> launch" in log, log[-3000:]
         new = _job_name(api.xcom(dag, run_id, "train")["app_id"])
         # exactly two apps: the half one (stopped, its rank 0 gone) and the whole one
-        assert new != half and stack.cluster.apps(dag, "train") == {half, new}
-        assert len(stack.cluster.jobs(dag, "train")) == 3
+        assert new != half and stack.cluster.apps(dag, "train", run_id) == {half, new}
+        assert len(stack.cluster.jobs(dag, "train", run_id)) == 3
         assert _app_state(stack, new) == "SUCCEEDED"
         _wait_no_pods(stack.cluster, half)
         assert _app_state(stack, half) == "FAILED"

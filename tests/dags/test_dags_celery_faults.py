@@ -164,8 +164,8 @@ def _trigger(stack: CeleryStack, api: Api, dag: str) -> tuple[str, Path]:
 
 def _running_pods(api: Api, stack: CeleryStack, dag: str, run_id: str, task: str, n: int) -> str:
     """Waits until the task's app runs ``n`` pods; returns the app's name (its only one)."""
-    until(api, stack, dag, run_id, lambda: stack.cluster.running(dag, task, n), 0.5)
-    [app] = stack.cluster.apps(dag, task)
+    until(api, stack, dag, run_id, lambda: stack.cluster.running(dag, task, run_id, n), 0.5)
+    [app] = stack.cluster.apps(dag, task, run_id)
     return app
 
 
@@ -173,7 +173,7 @@ def _assert_one_app_succeeded(
     stack: CeleryStack, api: Api, dag: str, run_id: str, app: str
 ) -> None:
     task = "wait" if dag.startswith("torchx_keep_deadline") else "train"
-    assert stack.cluster.apps(dag, task) == {app}, failure(api, stack, dag, run_id)
+    assert stack.cluster.apps(dag, task, run_id) == {app}, failure(api, stack, dag, run_id)
     assert job_name(api.xcom(dag, run_id, task)["app_id"]) == app
     assert app_state(stack, app) == "SUCCEEDED"
 
@@ -189,7 +189,7 @@ def test_api_server_cut_off_mid_train_app_survives_task_succeeds(
     proxy.outage(OUTAGE, "refuse")
     assert proxy.wait_restored(OUTAGE + 30), "the proxy did not come back"
     # nothing could reach the cluster: the app ran on (the test's own client goes direct)
-    assert len(stack.cluster.running(dag, "train", 2)) == 2, app_state(stack, app)
+    assert len(stack.cluster.running(dag, "train", run_id, 2)) == 2, app_state(stack, app)
     # the task talks to the cluster again (or gave up: then the checks below say how)
     until(
         api,
@@ -205,7 +205,7 @@ def test_api_server_cut_off_mid_train_app_survives_task_succeeds(
     # a connection error is no reason to end a try: no retry was used
     assert ti["try_number"] == 1, failure(api, stack, dag, run_id)
     _assert_one_app_succeeded(stack, api, dag, run_id, app)
-    assert len(stack.cluster.jobs(dag, "train")) == 2
+    assert len(stack.cluster.jobs(dag, "train", run_id)) == 2
 
 
 def test_superseded_try_sigtermed_after_retry_reattached_leaves_the_app_to_it(
@@ -284,7 +284,7 @@ def test_replica_environment_holds_no_stack_secret(stack: CeleryStack, api: Api)
     found: dict[str, list[str]] = {}
     pod_dump = json.loads((out / "k8s.json").read_text())
     found["kubernetes replica"] = leaked(pod_dump["self"], secrets)
-    for pod in stack.cluster.pods(dag, "kubernetes"):
+    for pod in stack.cluster.pods(dag, "kubernetes", run_id):
         found[f"kubernetes pod spec {pod.metadata.name}"] = leaked(_pod_spec_env(pod), secrets)
     worker = api.tasks(dag, run_id)["local_cwd"]["hostname"]
     local = read_worker_json(stack, worker, local_out)
@@ -322,7 +322,7 @@ def test_mapped_sweep_of_3_ddp_apps_runs_on_kubernetes(stack: CeleryStack, api: 
         (i, "success") for i in range(3)
     ]
     # three apps of two replicas, each Job labelled with its task instance's map index
-    jobs = stack.cluster.jobs(dag, "sweep")
+    jobs = stack.cluster.jobs(dag, "sweep", run_id)
     by_app: dict[str, set[str]] = {}
     for job in jobs:
         labels = job.metadata.labels
