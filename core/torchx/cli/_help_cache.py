@@ -18,6 +18,7 @@ import os
 import sys
 
 from torchx.cli import _startup_cache
+from torchx.util.terminal import terminal_columns
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -36,21 +37,6 @@ HELP_ARGS = (["--help"], ["-h"])
 """The command lines served from the cache (exactly these)."""
 
 _LOCALE_VARS = ("LANGUAGE", "LC_ALL", "LC_MESSAGES", "LANG")
-
-
-def terminal_columns() -> int:
-    """``shutil.get_terminal_size().columns`` without importing shutil (bz2, lzma, ...).
-
-    ``_lazy.HelpFormatter`` sizes the help with it, and the cache key holds it.
-    """
-    try:
-        return int(os.environ["COLUMNS"])
-    except (KeyError, ValueError):
-        pass
-    try:
-        return os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
-    except (AttributeError, ValueError, OSError):
-        return 80
 
 
 def section_name() -> str:

@@ -6,7 +6,6 @@ import builtins
 import time
 import warnings
 from collections.abc import Iterable, Mapping
-from datetime import datetime
 from typing import TYPE_CHECKING, Optional
 
 from torchx.runner._base import RunnerBase
@@ -21,6 +20,8 @@ from torchx.specs.api import (
 )
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from torchx.schedulers.api import ListAppResponse, Stream
 
 __all__ = ["AppManagementMixin"]

@@ -12,17 +12,13 @@ from __future__ import annotations
 import builtins
 import logging
 import os
-import shutil
 import signal
 import subprocess
 import time
 import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict
-from datetime import datetime
-from pathlib import Path
-from pprint import pformat
-from typing import Any, Optional, Union
+from typing import TYPE_CHECKING, Any, Optional, Union
 
 from torchx.schedulers._local._compat import (
     COMBINED_LOG,
@@ -63,7 +59,6 @@ from torchx.schedulers.api import (
 from torchx.schedulers.ids import make_unique
 from torchx.specs.api import (
     NA,
-    TORCHX_HOME,
     AppDef,
     AppDryRunInfo,
     CfgVal,
@@ -71,6 +66,11 @@ from torchx.specs.api import (
     Workspace,
     is_terminal,
 )
+from torchx.util.paths import torchx_home_dir
+
+if TYPE_CHECKING:
+    from datetime import datetime
+    from pathlib import Path
 
 __all__ = [
     "COMBINED_LOG",
@@ -151,15 +151,22 @@ class LocalScheduler(Scheduler[Mapping[str, CfgVal]]):
     # -- paths -------------------------------------------------------------------------------
 
     def _state_root(self) -> Path:
-        root = Path(self._state_dir).expanduser() if self._state_dir else TORCHX_HOME("local")
-        return root.absolute()
+        from pathlib import Path  # lazy: a launch needs only :meth:`_state_root_dir`
+
+        return Path(self._state_root_dir())
+
+    def _state_root_dir(self) -> str:
+        """The state dir, absolute (``pathlib`` costs ~3 ms of a ``torchx run`` start)."""
+        if self._state_dir:
+            return os.path.abspath(os.path.expanduser(self._state_dir))
+        return os.path.abspath(torchx_home_dir("local"))
 
     def _get_app_log_dir(self, app_id: str, cfg: Mapping[str, CfgVal]) -> tuple[str, bool]:
         """Return ``(the app's log dir, whether output is redirected to files)``."""
         base = cfg.get("log_dir")
         if base:  # absolute: the supervisor does not run in the launcher's working directory
             return os.path.abspath(os.path.join(str(base), self.session_name, app_id)), True
-        return str(self._state_root() / self.session_name / app_id), True
+        return os.path.join(self._state_root_dir(), self.session_name, app_id), True
 
     def _cuda_device_count(self) -> int:
         """Return the number of GPUs (lines of ``nvidia-smi -L``; 0 without the binary)."""
@@ -204,7 +211,7 @@ class LocalScheduler(Scheduler[Mapping[str, CfgVal]]):
 
     def _submit_dryrun(self, app: AppDef, cfg: Mapping[str, CfgVal]) -> AppDryRunInfo[PopenRequest]:
         request = self._to_popen_request(app, cfg)
-        return AppDryRunInfo(request, lambda r: pformat(asdict(r), indent=2, width=80))
+        return AppDryRunInfo(request, _format_request)
 
     def _to_popen_request(self, app: AppDef, cfg: Mapping[str, CfgVal]) -> PopenRequest:
         """Build the request: argv and full env of every replica, log files, retry settings."""
@@ -214,7 +221,7 @@ class LocalScheduler(Scheduler[Mapping[str, CfgVal]]):
         cuda = {}
         if opts.auto_set_cuda_visible_devices:
             cuda = cuda_assignments(app, self._cuda_device_count)
-        app_dir = str(self._state_root() / self.session_name / app_id)
+        app_dir = os.path.join(self._state_root_dir(), self.session_name, app_id)
         settings = RequestSettings(
             app_id, app_log_dir, self._extra_paths, opts.prepend_cwd, cuda, app_dir, opts.env_allow
         )
@@ -288,12 +295,12 @@ class LocalScheduler(Scheduler[Mapping[str, CfgVal]]):
 
     def describe(self, app_id: str) -> Optional[DescribeAppResponse]:
         """Describe an app from its on-disk state; None if no such app exists."""
-        app = find_app(self._state_root(), self.session_name, app_id)
+        app = find_app(self._state_root_dir(), self.session_name, app_id)
         return app.describe() if app is not None else None
 
     def list(self, cfg: Optional[Mapping[str, CfgVal]] = None) -> builtins.list[ListAppResponse]:
         """List this session's apps (from any process), oldest first."""
-        return list_apps(self._state_root(), self.session_name)
+        return list_apps(self._state_root_dir(), self.session_name)
 
     def placement(self, cfg: Optional[Mapping[str, CfgVal]] = None) -> str:
         """``host:<hostname>/<boot id>``: apps are followed from this host, until it reboots."""
@@ -301,13 +308,13 @@ class LocalScheduler(Scheduler[Mapping[str, CfgVal]]):
 
     def wait_for_change(self, app_id: str, timeout: float) -> None:
         """Return as soon as the app's state changes or it ends, or after ``timeout`` seconds."""
-        app = find_app(self._state_root(), self.session_name, app_id)
+        app = find_app(self._state_root_dir(), self.session_name, app_id)
         if app is not None:
             app.wait_for_change(timeout)
 
     def _cancel_existing(self, app_id: str) -> None:
         """Stop the app (SIGTERM to every replica's group, SIGKILL after the grace period)."""
-        app = find_app(self._state_root(), self.session_name, app_id)
+        app = find_app(self._state_root_dir(), self.session_name, app_id)
         if app is not None:
             app.cancel()
 
@@ -334,7 +341,7 @@ class LocalScheduler(Scheduler[Mapping[str, CfgVal]]):
                 " These will be ignored and all log lines will be returned",
                 stacklevel=2,
             )
-        app = find_app(self._state_root(), self.session_name, app_id)
+        app = find_app(self._state_root_dir(), self.session_name, app_id)
         stream = (streams or Stream.COMBINED).value
         path = app.log_file(role_name, k, stream) if app is not None else None
         if app is None or path is None:
@@ -360,9 +367,19 @@ class LocalScheduler(Scheduler[Mapping[str, CfgVal]]):
             app.app.cancel()
         for app in self._apps.values():
             app.close()
-        for tmp in self._tmp_log_dirs:
-            shutil.rmtree(tmp, ignore_errors=True)
+        if self._tmp_log_dirs:
+            import shutil  # lazy: ~2 ms of a start; only for temp dirs
+
+            for tmp in self._tmp_log_dirs:
+                shutil.rmtree(tmp, ignore_errors=True)
         self._tmp_log_dirs.clear()
+
+
+def _format_request(request: PopenRequest) -> str:
+    """The dry run's text: the request's fields, pretty-printed."""
+    from pprint import pformat  # lazy: only when a dry run is printed
+
+    return pformat(asdict(request), indent=2, width=80)
 
 
 def create_scheduler(

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import os
 import re
 from typing import Any
+
+from torchx.util.paths import torchx_home_dir
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -62,12 +63,7 @@ def TORCHX_HOME(*subdir_paths: str) -> Path:
     """
     from pathlib import Path  # lazy: pathlib ~4 ms (urllib, ipaddress); runopts skips it
 
-    env = os.environ.get("TORCHX_HOME")
-    root = Path(env).expanduser() if env else Path.home() / ".torchx"
-    path = root.joinpath(*subdir_paths)
-    if not path.is_dir():  # one system call when it exists (a launch asks several times)
-        path.mkdir(parents=True, exist_ok=True)
-    return path
+    return Path(torchx_home_dir(*subdir_paths))
 
 
 def get_type_name(tp: Any) -> str:

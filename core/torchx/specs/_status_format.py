@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import datetime
 from typing import Any
 
 from torchx.specs._constants import NONE
@@ -96,6 +95,8 @@ def error_summary(structured_error_msg: str) -> str:
 
 
 def _format_timestamp(ts: Any) -> str:
+    from datetime import datetime  # lazy: ~1 ms of every ``torchx run`` start
+
     try:
         return str(datetime.fromtimestamp(int(ts)))
     except (TypeError, ValueError, OverflowError, OSError):

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-import shutil
 from dataclasses import dataclass
-from pathlib import Path
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
 
 __all__ = ["Workspace"]
 
@@ -40,6 +42,9 @@ class Workspace:
         Args:
             outdir: the directory to merge into (created if missing).
         """
+        import shutil  # lazy: ~2 ms of every ``torchx run`` start, for workspaces only
+        from pathlib import Path  # lazy: ~3 ms of every ``torchx run`` start (urllib, ipaddress)
+
         out = Path(outdir)
         for src, dst in self.projects.items():
             source = Path(src).expanduser()

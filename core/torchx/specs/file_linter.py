@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from torchx.util.io import read_conf_file
+from torchx.util.terminal import terminal_columns
 
 __all__ = [
     "ArgTypeValidator",
@@ -74,6 +75,12 @@ class LinterMessage:
 
 class TorchXArgumentHelpFormatter(argparse.RawDescriptionHelpFormatter):
     """Help formatter that appends `` (required)`` or `` (default: {d})`` to each option."""
+
+    def __init__(self, prog: str, **kwargs: Any) -> None:
+        # argparse would size the help with ``shutil`` (~2 ms to import) on every
+        # ``add_argument``: a component parser makes a formatter per parameter
+        kwargs.setdefault("width", terminal_columns() - 2)
+        super().__init__(prog, **kwargs)
 
     def _get_help_string(self, action: argparse.Action) -> str | None:
         help_str = action.help or ""

@@ -26,7 +26,6 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
 from torchx.settings import ENV_TORCHXCONFIG
@@ -51,7 +50,7 @@ logger: logging.Logger = logging.getLogger("torchx.runner.config")
 CONFIG_FILE = ".torchxconfig"
 CONFIG_PREFIX_DELIM = ":"
 NAMED_RESOURCES_SECTION = "named_resources"
-DEFAULT_CONFIG_DIRS: list[str] = [str(Path.home()), str(Path.cwd())]
+DEFAULT_CONFIG_DIRS: list[str] = [os.path.normpath(os.path.expanduser("~")), os.getcwd()]
 """Directories searched for ``.torchxconfig``, in precedence order; fixed at import time."""
 
 _NONE = "None"
@@ -87,7 +86,7 @@ def find_configs(dirs: Optional[Iterable[str]] = None) -> list[str]:
         return [config_file]
     found: list[str] = []
     for d in dirs or DEFAULT_CONFIG_DIRS:
-        path = str(Path(d) / CONFIG_FILE)
+        path = os.path.normpath(os.path.join(d, CONFIG_FILE))  # no pathlib: ~3 ms of a start
         if path not in found and os.path.isfile(path) and os.access(path, os.R_OK):
             found.append(path)
     return found

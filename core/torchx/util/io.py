@@ -9,15 +9,28 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from pathlib import Path
 
 import torchx
 from torchx.util import entrypoints
 
 __all__ = ["COMPONENTS_DIR", "get_abspath", "get_file_contents", "read_conf_file"]
 
-COMPONENTS_DIR: Path = Path("torchx/components")
-"""Where the builtin components live, relative to the directory that holds ``torchx``."""
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    COMPONENTS_DIR: Path
+    """Where the builtin components live, relative to the directory that holds ``torchx``."""
+
+
+def __getattr__(name: str) -> object:
+    # ``COMPONENTS_DIR`` (a ``Path``) is built on first use: pathlib costs ~3 ms of the start
+    # of every ``torchx run``, which imports this module
+    if name == "COMPONENTS_DIR":
+        from pathlib import Path  # lazy: ~3 ms of a ``torchx run`` start (urllib, ipaddress)
+
+        return Path("torchx/components")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def get_abspath(relpath: str) -> str:
@@ -40,11 +53,12 @@ def get_file_contents(conf_file: str) -> str | None:
     Returns:
         The file contents, or None when no such builtin file exists.
     """
-    pkg_dir = Path(torchx.__file__).resolve().parent
-    for root in (pkg_dir, pkg_dir.parent):
-        candidate = root / conf_file
-        if candidate.is_file():
-            return candidate.read_text()
+    pkg_dir = os.path.dirname(os.path.realpath(torchx.__file__))
+    for root in (pkg_dir, os.path.dirname(pkg_dir)):
+        candidate = os.path.join(root, conf_file)
+        if os.path.isfile(candidate):
+            with open(candidate) as f:
+                return f.read()
     return None
 
 

@@ -9,7 +9,6 @@ import socket
 import subprocess
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any, Optional
 
 import torchx
@@ -95,10 +94,10 @@ def _check_log_files(request: PopenRequest) -> None:
                     )
 
 
-def _make_dirs(request: PopenRequest) -> Path:
-    app_dir = Path(request.app_dir)
-    app_dir.parent.mkdir(parents=True, exist_ok=True)
-    app_dir.mkdir(mode=0o700)
+def _make_dirs(request: PopenRequest) -> str:
+    app_dir = request.app_dir
+    os.makedirs(os.path.dirname(app_dir) or ".", exist_ok=True)
+    os.mkdir(app_dir, mode=0o700)
     for dirs in request.role_log_dirs.values():
         for replica_dir in dirs:
             os.makedirs(replica_dir, exist_ok=True)
@@ -131,10 +130,10 @@ def launch(request: PopenRequest) -> _LocalAppDef:
         control.bind("\0" + control_name)
         control.listen(128)
         data = request_to_json(request, control_name, os.getpid())
-        proto.write_json_atomic(app_dir / proto.REQUEST_FILE, data)
-        proto.write_request(str(app_dir), data)
-        proto.write_json_atomic(app_dir / proto.STATE_FILE, _initial_state(data))
-        cmd = [sys.executable, "-I", "-S", "-c", _SUPERVISOR_MAIN, _IMPORT_ROOT, str(app_dir)]
+        proto.write_json_atomic(os.path.join(app_dir, proto.REQUEST_FILE), data)
+        proto.write_request(app_dir, data)
+        proto.write_json_atomic(os.path.join(app_dir, proto.STATE_FILE), _initial_state(data))
+        cmd = [sys.executable, "-I", "-S", "-c", _SUPERVISOR_MAIN, _IMPORT_ROOT, app_dir]
         cmd += ["--control-fd", str(control.fileno())]
         fds = [control.fileno()]
         if not request.detach:
@@ -144,9 +143,9 @@ def launch(request: PopenRequest) -> _LocalAppDef:
         # env_allow: the supervisor itself starts with the filtered environment, so neither
         # its /proc/<pid>/environ nor its replicas' hold what was left out
         env = allowed_env(dict(os.environ), request.env_allow, request.env_drop)
-        supervisor = _prestarted(str(app_dir), control.fileno(), lifeline_r, env)
+        supervisor = _prestarted(app_dir, control.fileno(), lifeline_r, env)
         if supervisor is None:
-            with open(app_dir / proto.SUPERVISOR_LOG, "ab") as log:
+            with open(os.path.join(app_dir, proto.SUPERVISOR_LOG), "ab") as log:
                 supervisor = subprocess.Popen(
                     cmd,
                     env=env,

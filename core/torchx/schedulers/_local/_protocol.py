@@ -19,7 +19,6 @@ import json
 import os
 import signal
 import socket
-from pathlib import Path
 
 from torchx.schedulers._local import _wire
 from torchx.schedulers._local._wire import (
@@ -55,7 +54,7 @@ def write_json_atomic(path: str | os.PathLike[str], data: dict[str, Any]) -> Non
     _wire.write_json_atomic(path, data, json.dumps)
 
 
-def read_json(path: Path) -> dict[str, Any] | None:
+def read_json(path: str | os.PathLike[str]) -> dict[str, Any] | None:
     """Read a JSON object; None if the file is missing or not a JSON object."""
     try:
         with open(path, encoding="utf-8") as f:

@@ -55,17 +55,49 @@ class PopenRequest:
     images: dict[str, str] = field(default_factory=dict)
 
 
-@dataclass
 class RequestSettings:
-    """What the scheduler contributes to every replica's params."""
+    """What the scheduler contributes to every replica's params.
 
-    app_id: str
-    app_log_dir: str
-    extra_paths: Sequence[str]
-    prepend_cwd: bool
-    cuda: dict[tuple[str, int], str]
-    app_dir: str = ""
-    env_allow: Optional[list[str]] = None
+    A plain class, not a dataclass (~1 ms less of a ``torchx run`` start): it is built once
+    per request and only read.
+
+    Args:
+        app_id: the app id.
+        app_log_dir: the app's log dir.
+        extra_paths: directories put on every replica's ``PATH``.
+        prepend_cwd: the replica's working directory goes first on ``PATH`` (else last).
+        cuda: ``{(role, replica id): CUDA_VISIBLE_DEVICES}``.
+        app_dir: the app's state dir.
+        env_allow: the ``env_allow`` run option (None: every variable is inherited).
+    """
+
+    __slots__ = (
+        "app_dir",
+        "app_id",
+        "app_log_dir",
+        "cuda",
+        "env_allow",
+        "extra_paths",
+        "prepend_cwd",
+    )
+
+    def __init__(
+        self,
+        app_id: str,
+        app_log_dir: str,
+        extra_paths: Sequence[str],
+        prepend_cwd: bool,
+        cuda: dict[tuple[str, int], str],
+        app_dir: str = "",
+        env_allow: Optional[list[str]] = None,
+    ) -> None:
+        self.app_id = app_id
+        self.app_log_dir = app_log_dir
+        self.extra_paths = extra_paths
+        self.prepend_cwd = prepend_cwd
+        self.cuda = cuda
+        self.app_dir = app_dir
+        self.env_allow = env_allow
 
 
 def join_path(*paths: Optional[str]) -> str:

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import time
 from collections.abc import Iterator
-from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from torchx.schedulers._api_types import DescribeAppResponse, ListAppResponse
 from torchx.schedulers._local import _protocol as proto
 from torchx.specs.api import NONE, AppState, ReplicaStatus, RetryPolicy, Role, RoleStatus
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 __all__ = ["LocalApp", "find_app", "list_apps"]
 
@@ -26,7 +29,7 @@ class LocalApp:
         request: the parsed ``request.json``.
     """
 
-    def __init__(self, app_dir: Path, request: dict[str, Any]) -> None:
+    def __init__(self, app_dir: str | Path, request: dict[str, Any]) -> None:
         self.app_dir = app_dir
         self.request = request
         self.app_id = str(request["app_id"])
@@ -34,7 +37,10 @@ class LocalApp:
 
     def raw_state(self) -> dict[str, Any]:
         """Return ``state.json`` as written (an empty PENDING state if it cannot be read)."""
-        return proto.read_json(self.app_dir / proto.STATE_FILE) or {"state": "PENDING", "seq": 0}
+        return proto.read_json(os.path.join(self.app_dir, proto.STATE_FILE)) or {
+            "state": "PENDING",
+            "seq": 0,
+        }
 
     def state(self) -> dict[str, Any]:
         """Return the current state; a dead supervisor without a final state means FAILED."""
@@ -48,7 +54,7 @@ class LocalApp:
             state["state"] = "FAILED"
             state["msg"] = (
                 f"the supervisor of app {self.app_id} exited without writing a final state;"
-                f" see {self.app_dir / proto.SUPERVISOR_LOG}"
+                f" see {os.path.join(self.app_dir, proto.SUPERVISOR_LOG)}"
             )
         return state
 
@@ -156,12 +162,13 @@ class LocalApp:
         files = []
         for role in self.request["roles"]:
             for replica in role["replicas"]:
-                path = Path(replica.get("error_file") or "")
-                if replica.get("error_file") and path.is_file():
-                    files.append((path.stat().st_mtime, path))
+                path = replica.get("error_file")
+                if path and os.path.isfile(path):
+                    files.append((os.stat(path).st_mtime, str(path)))
         if not files:
             return None
-        return min(files)[1].read_text(encoding="utf-8", errors="replace")
+        with open(min(files)[1], encoding="utf-8", errors="replace") as f:
+            return f.read()
 
 
 def _replica_error(replica: dict[str, Any]) -> str:
@@ -182,7 +189,7 @@ def _replica_error(replica: dict[str, Any]) -> str:
     )
 
 
-def find_app(root: Path, session: str, app_id: str) -> Optional[LocalApp]:
+def find_app(root: str | Path, session: str, app_id: str) -> Optional[LocalApp]:
     """Find an app by id: in ``root/session`` first, then in any other session.
 
     Returns:
@@ -191,27 +198,34 @@ def find_app(root: Path, session: str, app_id: str) -> Optional[LocalApp]:
     if not _SAFE_ID.fullmatch(app_id) or app_id in (".", ".."):
         return None
     for app_dir in _candidates(root, session, app_id):
-        request = proto.read_json(app_dir / proto.REQUEST_FILE)
+        request = proto.read_json(os.path.join(app_dir, proto.REQUEST_FILE))
         if request is not None and request.get("app_id") == app_id:
             return LocalApp(app_dir, request)
     return None
 
 
-def _candidates(root: Path, session: str, app_id: str) -> Iterator[Path]:
+def _candidates(root: str | Path, session: str, app_id: str) -> Iterator[str]:
     """The app's dir in ``session``, then (only if that is not it) in the other sessions."""
-    yield root / session / app_id
-    if root.is_dir():
-        yield from sorted(root.glob(f"*/{app_id}"))
+    yield os.path.join(root, session, app_id)
+    try:
+        sessions = sorted(e.name for e in os.scandir(root) if e.is_dir() and e.name[:1] != ".")
+    except OSError:
+        return
+    for name in sessions:
+        app_dir = os.path.join(root, name, app_id)
+        if os.path.exists(app_dir):
+            yield app_dir
 
 
-def list_apps(root: Path, session: str) -> list[ListAppResponse]:
+def list_apps(root: str | Path, session: str) -> list[ListAppResponse]:
     """List the apps of ``session`` under ``root``, oldest first."""
-    session_dir = root / session
-    if not session_dir.is_dir():
+    session_dir = os.path.join(root, session)
+    if not os.path.isdir(session_dir):
         return []
     found = []
-    for app_dir in session_dir.iterdir():
-        request = proto.read_json(app_dir / proto.REQUEST_FILE)
+    for entry in os.scandir(session_dir):
+        app_dir = entry.path
+        request = proto.read_json(os.path.join(app_dir, proto.REQUEST_FILE))
         if request is None or "app_id" not in request:
             continue
         app = LocalApp(app_dir, request)
