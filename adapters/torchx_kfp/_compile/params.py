@@ -12,6 +12,7 @@ import contextlib
 import dataclasses
 import inspect
 import os
+import typing
 import zlib
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Optional, Union, get_args, get_origin
@@ -60,6 +61,18 @@ def _plain_type(annotation: Any) -> Optional[type]:
     return annotation if annotation in _KFP_TYPES else None
 
 
+def _type_hints(fn: Callable[..., Any]) -> dict[str, Any]:
+    """``fn``'s parameter types, with string annotations evaluated.
+
+    The builtin components use ``from __future__ import annotations``; so may a user's. {}
+    when one cannot be evaluated (the raw annotations are used then).
+    """
+    try:
+        return typing.get_type_hints(fn)
+    except Exception:  # an unresolvable forward reference: fall back to the raw annotations
+        return {}
+
+
 def _bound_names(args: Sequence[str]) -> set[str]:
     names = set()
     for arg in args:
@@ -75,10 +88,11 @@ def _candidates(
 ) -> dict[str, tuple[str, Any]]:
     found: dict[str, tuple[str, Any]] = {}
     taken = _bound_names(bound)
+    hints = _type_hints(fn)
     for name, param in inspect.signature(fn).parameters.items():
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD) or name in taken:
             continue
-        kind = _plain_type(param.annotation)
+        kind = _plain_type(hints.get(name, param.annotation))
         if kind is None or (wanted is not None and name not in wanted):
             continue
         default = None if param.default is inspect.Parameter.empty else param.default

@@ -247,6 +247,23 @@ def test_file_component_and_function(tmp_path: Path) -> None:
     assert [i.name for i in fixed.inputs] == ["times"]
 
 
+def test_string_annotations_become_typed_inputs(tmp_path: Path) -> None:
+    # `from __future__ import annotations` (the builtin components have it): the types are
+    # evaluated, so an Optional[int] parameter is still an Integer input, not dropped
+    path = tmp_path / "later.py"
+    path.write_text(
+        "from __future__ import annotations\n"
+        "from typing import Optional\n"
+        "import torchx.specs as specs\n"
+        "def hi(who: str, times: Optional[int] = None) -> specs.AppDef:\n"
+        '    """Says hi.\n\n    Args:\n        who: name\n        times: n\n    """\n'
+        "    return specs.AppDef(name='hi', roles=[specs.Role(name='hi', image='img',\n"
+        "        entrypoint='echo', args=['hi', who, '--times', str(times)])])\n"
+    )
+    comp = component_from_app(f"{path}:hi")
+    assert {i.name: i.kfp_type for i in comp.inputs} == {"who": "String", "times": "Integer"}
+
+
 def test_value_inside_shell_code_reaches_the_shell_as_a_variable(tmp_path: Path) -> None:
     def shell(word: str = "x", other: str = "y") -> specs.AppDef:
         import shlex
