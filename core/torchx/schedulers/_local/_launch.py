@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import _socket  # the C module: socket.py's enum conversions cost ~1.2 ms of a start
 import _thread
 import contextlib
 import os
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -123,7 +123,7 @@ def launch(request: PopenRequest) -> _LocalAppDef:
     _check_log_files(request)
     app_dir = _make_dirs(request)
     control_name = f"torchx-local-{os.urandom(16).hex()}"  # (uuid would import platform)
-    control = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    control = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     lifeline_r: Optional[int] = None
     lifeline_w: Optional[int] = None
     try:

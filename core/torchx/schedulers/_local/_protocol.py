@@ -14,11 +14,12 @@ STATE, e.g. ``wait RUNNING``) and ``cancel``.
 
 from __future__ import annotations
 
+# the C module: socket.py's enum conversions cost ~1.2 ms of every ``torchx run`` start
+import _socket
 import contextlib
 import json
 import os
 import signal
-import socket
 
 from torchx.schedulers._local import _wire
 from torchx.schedulers._local._wire import (
@@ -101,9 +102,9 @@ def _address(name: str) -> str:
     return "\0" + name
 
 
-def connect(name: str) -> socket.socket | None:
+def connect(name: str) -> _socket.socket | None:
     """Connect to a supervisor's control socket; None if no supervisor listens any more."""
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
         sock.connect(_address(name))
     except OSError:
@@ -126,8 +127,11 @@ def send_cancel(name: str) -> bool:
     sock = connect(name)
     if sock is None:
         return False
-    with sock, contextlib.suppress(OSError):
-        sock.sendall(b"cancel\n")
+    try:
+        with contextlib.suppress(OSError):
+            sock.sendall(b"cancel\n")
+    finally:
+        sock.close()
     return True
 
 
@@ -138,7 +142,10 @@ def wait_change(name: str, state: str, timeout: float) -> None:
     sock = connect(name)
     if sock is None:
         return
-    with sock, contextlib.suppress(OSError):
-        sock.sendall(f"wait {state}\n".encode())
-        sock.settimeout(timeout)
-        sock.recv(1)
+    try:
+        with contextlib.suppress(OSError):
+            sock.sendall(f"wait {state}\n".encode())
+            sock.settimeout(timeout)
+            sock.recv(1)
+    finally:
+        sock.close()
