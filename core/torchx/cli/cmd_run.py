@@ -370,7 +370,7 @@ def _supervisor_started_early(args: argparse.Namespace) -> contextlib.AbstractCo
     """A local_cwd app's supervisor starts while the component loads (see ``local_scheduler``)."""
     if args.stdin or args.dryrun or args.scheduler != "local_cwd":
         return contextlib.nullcontext()
-    from torchx.schedulers.local_scheduler import (  # lazy: local_cwd only (~20 ms)
+    from torchx.schedulers.local_prestart import (  # lazy: local_cwd only
         prestarted_supervisor,
     )
 

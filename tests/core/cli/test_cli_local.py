@@ -7,6 +7,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -121,6 +122,31 @@ def test_run_local_bad_input_leaves_no_prestarted_supervisor(argv: list[str]) ->
     assert proc.returncode == 1, proc.stderr
     assert "Traceback" not in proc.stderr
     assert _spare_supervisors() == before  # killed and reaped before the command exited
+
+
+SPARE_ORDER = """
+import sys
+
+def hook(event, args):
+    if event == "subprocess.Popen" and any("_spare_entry" in str(a) for a in args[1]):
+        loaded = "torchx.schedulers.local_scheduler" in sys.modules
+        print(f"spare started, local_scheduler loaded: {loaded}", file=sys.stderr, flush=True)
+
+sys.addaudithook(hook)
+from torchx.cli.main import main
+main()
+"""
+
+
+def test_run_local_starts_the_supervisor_before_the_scheduler_imports() -> None:
+    """The spare supervisor is spawned before the local_cwd scheduler module is imported, so
+    its interpreter start overlaps those imports (``torchx.schedulers.local_prestart``)."""
+    argv = [sys.executable, "-c", SPARE_ORDER, "run", "-s", "local_cwd", "utils.sh", "echo", "hi"]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "sh/0 hi" in proc.stderr
+    assert proc.stderr.count("spare started, local_scheduler loaded: False") == 1, proc.stderr
+    assert "loaded: True" not in proc.stderr
 
 
 def test_run_detached_then_cancel_from_another_invocation() -> None:

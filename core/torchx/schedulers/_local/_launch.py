@@ -4,17 +4,15 @@ from __future__ import annotations
 
 import _socket  # the C module: socket.py's enum conversions cost ~1.2 ms of a start
 import _thread
-import contextlib
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from typing import Any, Optional
 
-import torchx
 from torchx.schedulers._local import _protocol as proto
 from torchx.schedulers._local import _spare
 from torchx.schedulers._local._request import PopenRequest, request_to_json
+from torchx.schedulers._local._spare import IMPORT_ROOT, prestarted_supervisor
 from torchx.schedulers._local._state import LocalApp
 from torchx.schedulers._local._wire import allowed_env
 from torchx.specs.api import AppState
@@ -28,10 +26,6 @@ _SUPERVISOR_MAIN = (
     "import sys; sys.path.insert(0, sys.argv.pop(1));"
     " from torchx.schedulers._local.supervisor import main; sys.exit(main())"
 )
-
-
-_IMPORT_ROOT = os.path.dirname(os.path.dirname(os.path.realpath(torchx.__file__)))
-_blocks = 0  # open prestarted_supervisor() blocks: no warm spare is started meanwhile
 
 
 class _LocalAppDef:
@@ -133,7 +127,7 @@ def launch(request: PopenRequest) -> _LocalAppDef:
         proto.write_json_atomic(os.path.join(app_dir, proto.REQUEST_FILE), data)
         proto.write_request(app_dir, data)
         proto.write_json_atomic(os.path.join(app_dir, proto.STATE_FILE), _initial_state(data))
-        cmd = [sys.executable, "-I", "-S", "-c", _SUPERVISOR_MAIN, _IMPORT_ROOT, app_dir]
+        cmd = [sys.executable, "-I", "-S", "-c", _SUPERVISOR_MAIN, IMPORT_ROOT, app_dir]
         cmd += ["--control-fd", str(control.fileno())]
         fds = [control.fileno()]
         if not request.detach:
@@ -167,9 +161,9 @@ def launch(request: PopenRequest) -> _LocalAppDef:
         control.close()
         if lifeline_r is not None:
             os.close(lifeline_r)
-    if not _blocks:  # the next app of this process finds its supervisor waiting; started
-        # by a thread: the fork is off this launch's path
-        _thread.start_new_thread(_spare.replenish, (_IMPORT_ROOT,))
+    if not _spare.blocks_open():  # the next app of this process finds its supervisor
+        # waiting; started by a thread: the fork is off this launch's path
+        _thread.start_new_thread(_spare.replenish, (IMPORT_ROOT,))
     app = LocalApp(app_dir, data)
     return _LocalAppDef(request.app_id, request.log_dir, app, supervisor, lifeline_w)
 
@@ -190,44 +184,6 @@ def _prestarted(
         return spare.process
     spare.discard()
     return None
-
-
-@contextlib.contextmanager
-def prestarted_supervisor(
-    enabled: bool = True,
-    env_allow: Optional[list[str]] = None,
-    env_drop: Optional[list[str]] = None,
-) -> Iterator[None]:
-    """Starts a supervisor now for the next ``local_cwd`` app this process launches.
-
-    An app's start latency is mostly its supervisor's interpreter start. Wrap the work that
-    precedes a launch (reading settings, loading the component, the dry run) in this block
-    and that start happens meanwhile: the first app scheduled inside the block is handed to
-    the waiting supervisor. One that is not used (the launch went elsewhere or failed) is
-    stopped when the block exits. A change of ``os.environ`` inside the block makes the
-    launch start a fresh supervisor, as the replicas inherit the supervisor's environment;
-    so does an ``env_allow``/``env_drop`` run option other than the block's (the spare starts
-    with the environment they leave, and holds nothing else: the Airflow operator passes
-    the ones it will launch with). Outside
-    such blocks a process that launched an app keeps a spare for its next one (a *warm*
-    spare, ``_spare.replenish``); inside them it does not (a ``torchx run`` exits after its
-    app).
-
-    Args:
-        enabled: False makes the block do nothing (e.g. when the app will not be local).
-        env_allow: the ``env_allow`` run option the app will be launched with (None: none).
-        env_drop: its ``env_drop`` run option.
-    """
-    global _blocks
-    if enabled:
-        _spare.prestart(_IMPORT_ROOT, allowed_env(dict(os.environ), env_allow, env_drop))
-        _blocks += 1
-    try:
-        yield
-    finally:
-        if enabled:
-            _blocks -= 1
-            _spare.discard()
 
 
 def _initial_state(request: dict[str, Any]) -> dict[str, Any]:

@@ -12,13 +12,30 @@ from __future__ import annotations
 
 import _socket  # the C module: socket.py's enum conversions cost ~1.2 ms of a start
 import _thread
+import contextlib
 import os
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Optional
 
-__all__ = ["Spare", "discard", "prestart", "replenish", "take", "take_warm"]
+import torchx
+from torchx.schedulers._local._wire import allowed_env
+
+__all__ = [
+    "IMPORT_ROOT",
+    "Spare",
+    "blocks_open",
+    "discard",
+    "prestart",
+    "prestarted_supervisor",
+    "replenish",
+    "take",
+    "take_warm",
+]
+
+IMPORT_ROOT = os.path.dirname(os.path.dirname(os.path.realpath(torchx.__file__)))
+"""The directory ``torchx`` is imported from (a supervisor's first argument)."""
 
 _SPARE_MAIN = (
     "import sys; sys.path.insert(0, sys.argv.pop(1));"
@@ -28,6 +45,7 @@ _SPARE_MAIN = (
 _lock = _thread.allocate_lock()
 _spare: Optional[Spare] = None
 _warm: Optional[Spare] = None  # started after a launch outside a block, for the next one
+_blocks = 0  # open prestarted_supervisor() blocks: no warm spare is started meanwhile
 
 
 class Spare:
@@ -191,3 +209,46 @@ def take_warm() -> Optional[Spare]:
         spare._channel.close()
         return None
     return spare
+
+
+@contextlib.contextmanager
+def prestarted_supervisor(
+    enabled: bool = True,
+    env_allow: Optional[list[str]] = None,
+    env_drop: Optional[list[str]] = None,
+) -> Iterator[None]:
+    """Starts a supervisor now for the next ``local_cwd`` app this process launches.
+
+    An app's start latency is mostly its supervisor's interpreter start. Wrap the work that
+    precedes a launch (reading settings, loading the component, the dry run) in this block
+    and that start happens meanwhile: the first app scheduled inside the block is handed to
+    the waiting supervisor. One that is not used (the launch went elsewhere or failed) is
+    stopped when the block exits. A change of ``os.environ`` inside the block makes the
+    launch start a fresh supervisor, as the replicas inherit the supervisor's environment;
+    so does an ``env_allow``/``env_drop`` run option other than the block's (the spare starts
+    with the environment they leave, and holds nothing else: the Airflow operator passes
+    the ones it will launch with). Outside
+    such blocks a process that launched an app keeps a spare for its next one (a *warm*
+    spare, :func:`replenish`); inside them it does not (a ``torchx run`` exits after its
+    app).
+
+    Args:
+        enabled: False makes the block do nothing (e.g. when the app will not be local).
+        env_allow: the ``env_allow`` run option the app will be launched with (None: none).
+        env_drop: its ``env_drop`` run option.
+    """
+    global _blocks
+    if enabled:
+        prestart(IMPORT_ROOT, allowed_env(dict(os.environ), env_allow, env_drop))
+        _blocks += 1
+    try:
+        yield
+    finally:
+        if enabled:
+            _blocks -= 1
+            discard()
+
+
+def blocks_open() -> bool:
+    """Whether a :func:`prestarted_supervisor` block is open (then no warm spare is started)."""
+    return _blocks > 0

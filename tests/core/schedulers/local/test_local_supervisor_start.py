@@ -55,7 +55,7 @@ def test_the_supervisor_starts_without_heavy_modules() -> None:
         " print(','.join(sorted(sys.modules)))"
     )
     out = subprocess.run(
-        [sys.executable, "-I", "-S", "-c", code, _launch._IMPORT_ROOT],
+        [sys.executable, "-I", "-S", "-c", code, _launch.IMPORT_ROOT],
         capture_output=True,
         text=True,
         check=True,
