@@ -13,6 +13,7 @@ Ownership: the try that follows an app owns it (its try number on the app, label
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from typing import Any, Optional
 
@@ -37,6 +38,7 @@ __all__ = ["TRANSIENT_TIMEOUT", "XCOM_KEYS", "AppManager", "Started"]
 
 XCOM_KEYS = ("app_handle", "app_id", "state", "ui_url", "tracker_run_id")
 _JOIN_TIMEOUT = 10.0  # seconds per replica for the log tails to reach the end
+_PUSH_RETRY_DELAY = 1.0  # seconds before the app_handle XCom push is tried again
 TRANSIENT_TIMEOUT = 300.0
 """Seconds a status or log call may fail (connection errors) before it counts (the trigger's
 default too)."""
@@ -335,9 +337,30 @@ class AppManager:
         return routing_cfg(self.runner, self.settings, handle.partition("://")[0])
 
     def push_handle(self, handle: str) -> None:
-        """Pushes the ``app_handle`` XCom of an app that is still running."""
-        self.push("app_handle", handle)
-        self.handle_pushed = True
+        """Pushes the ``app_handle`` XCom of an app that is still running, if it can.
+
+        The app is followed whether or not this works: the XCom only shows the handle early
+        (the task's ``return_value`` holds it at the end), and failing here would cancel a
+        healthy app. An Execution API error (a 5xx while the API server is overloaded, a 409
+        when a superseded try of this task writes the same key at the same moment) is
+        retried once, then logged.
+        """
+        for attempt in (1, 2):
+            try:
+                self.push("app_handle", handle)
+            except Exception as e:  # AirflowRuntimeError and the like; never BaseException
+                if attempt == 2:
+                    self.log.warning(
+                        "could not push the app_handle XCom of TorchX app %s (%s); following"
+                        " it anyway: the task's return_value will carry the handle",
+                        handle,
+                        e,
+                    )
+                    return
+                time.sleep(_PUSH_RETRY_DELAY)
+            else:
+                self.handle_pushed = True
+                return
 
     def push(self, key: str, value: Any) -> None:
         """Pushes one XCom (nothing with ``do_xcom_push=False`` or without a task instance)."""
