@@ -89,10 +89,21 @@ def interleave(variants: list[Variant], fn: Callable[[Variant], float]) -> dict[
     samples: dict[str, list[float]] = {v[0]: [] for v in variants}
     for v in variants:  # warm-up (byte-code, caches)
         fn(v)
-    for _ in range(REPEAT):
-        for v in variants:
+    for i in range(REPEAT):
+        for v in rotated(variants, i):
             samples[v[0]].append(fn(v))
     return samples
+
+
+def rotated(variants: list[Variant], i: int) -> list[Variant]:
+    """The columns in round ``i``'s order: rotated by one each round.
+
+    With a fixed order the first column always ran right after the last column's command of the
+    row before (TorchX's, whose processes may still be ending): its figures, ``python -c pass``
+    included, came out 10-50% slower than the same interpreter's in another column.
+    """
+    k = i % len(variants) if variants else 0
+    return variants[k:] + variants[:k]
 
 
 def fmt(samples: list[float] | None, unit: float = 1000) -> str:
@@ -154,7 +165,7 @@ def cli_rounds(variants: list[Variant], home: str) -> dict[str, dict[str, list[f
     }
     for i in range(REPEAT + 1):  # round 0 warms byte-code and caches
         for figure, argv, _ in CLI_ROWS:
-            for col, python, env in variants:
+            for col, python, env in rotated(variants, i):
                 cmd = [python, *argv] if argv[0] == "-c" else [torchx_bin(python), *argv]
                 took = wall(cmd, env, home)
                 if i:
