@@ -2,43 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass
-from string import Template
-from typing import Any
 
 from torchx.schedulers._kubernetes.names import ENV_TORCHX_IMAGE, ENV_TORCHX_RANK0_HOST, task_name
+from torchx.schedulers._replica_roles import apply_macros
 from torchx.settings import ENV_TORCHX_JOB_ID
 from torchx.specs.api import AppDef, Role, macros
 
 __all__ = ["Replica", "iter_replicas", "qualify_job_id"]
-
-
-def _substitute(mapping: Mapping[str, str], value: Any) -> Any:
-    if isinstance(value, str):
-        return Template(value).safe_substitute(mapping) if "$" in value else value
-    if isinstance(value, dict):
-        return {k: _substitute(mapping, v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_substitute(mapping, v) for v in value]
-    return value
-
-
-def _apply_macros(values: macros.Values, role: Role) -> Role:
-    """``values.apply(role)`` without its deep copy (the costliest step of a 1000-replica dry run).
-
-    Substitution is ``macros.Values.substitute`` (``Template.safe_substitute``). The copy is
-    shallow: ``args``, ``env`` and ``metadata`` are new (substituted) containers; the other
-    attributes are shared with ``role`` and must not be mutated.
-    """
-    mapping = values.to_dict()
-    new = Role.__new__(Role)
-    state = new.__dict__
-    state.update(role.__dict__)
-    state["args"] = [_substitute(mapping, a) for a in state["args"]]
-    state["env"] = {k: _substitute(mapping, v) for k, v in state["env"].items()}
-    state["metadata"] = _substitute(mapping, state["metadata"])
-    return new
 
 
 @dataclass(frozen=True)
@@ -88,7 +60,7 @@ def iter_replicas(
                 replica_id=str(replica_id),
                 rank0_env=ENV_TORCHX_RANK0_HOST if is_rank0 else rank0_env,
             )
-            materialized = _apply_macros(values, role)
+            materialized = apply_macros(values, role)
             if is_rank0:
                 materialized.env[ENV_TORCHX_RANK0_HOST] = rank0_host
             materialized.env[ENV_TORCHX_IMAGE] = materialized.image

@@ -17,9 +17,7 @@ from _k8s_apps import ddp_2x1, kitchen_sink
 
 from torchx.schedulers._kubernetes.models import api_client
 from torchx.schedulers._kubernetes.render import dump_yaml, dump_yaml_all, to_plain
-from torchx.schedulers._kubernetes.replicas import _apply_macros
 from torchx.schedulers.kubernetes_scheduler import create_scheduler
-from torchx.specs.api import Role, macros
 
 TRICKY = [
     "0",
@@ -127,21 +125,3 @@ def test_dump_yaml_all_falls_back_like_yaml_dump_all() -> None:
 def sanitize(obj: Any) -> Any:
     """The reference serializer: the kubernetes client's own."""
     return api_client().sanitize_for_serialization(obj)
-
-
-def test_shallow_macros_equal_values_apply() -> None:
-    role = Role(
-        "r",
-        "img",
-        entrypoint="e",
-        args=["${app_id}", "$${x}", "plain", "${replica_id}-${rank0_env}-${img_root}-$unknown"],
-        env={"A": "${replica_id}", "B": "b"},
-        metadata={"k": ["${app_id}", {"n": "${replica_id}", "i": 3}]},
-    )
-    values = macros.Values(
-        img_root="/root", app_id="app-1", replica_id="2", rank0_env="VC_R_0_HOSTS"
-    )
-    fast, slow = _apply_macros(values, role), values.apply(role)
-    assert (fast.args, fast.env, fast.metadata) == (slow.args, slow.env, slow.metadata)
-    fast.env["NEW"] = "x"
-    assert "NEW" not in role.env and role.args[0] == "${app_id}"

@@ -159,23 +159,3 @@ def test_image_providers_give_replica_params(tmp_path: Path) -> None:
     assert (param.stdout, param.stderr, param.combined) == (None, None, "/x/combined.log")
     cwd = CWDImageProvider(cfg={})
     assert cwd.get_replica_param(cwd.fetch("ignored"), role).cwd == os.getcwd()
-
-
-def test_replica_roles_substitute_macros_as_values_apply_does() -> None:
-    from torchx.schedulers._local._request import materialized
-
-    role = Role(
-        "trainer",
-        "img",
-        entrypoint="run_${replica_id}",  # apply leaves the entrypoint alone
-        args=["--id=${replica_id}", "--app=${app_id}", "$${img_root}", "--unknown=$nope", "plain"],
-        env={"RANK0": "$${rank0_env}", "ROOT": "${img_root}/x", "N": "1"},
-        metadata={"k": "${app_id}"},
-        overrides={"max_retries": 3},
-    )
-    values = macros.Values(img_root="/img", app_id="app-1", replica_id="4", rank0_env="H")
-    fast, full = materialized(role, values), values.apply(role)
-    for field in ("name", "image", "entrypoint", "args", "env", "max_retries", "resource"):
-        assert getattr(fast, field) == getattr(full, field), field
-    assert fast.args == ["--id=4", "--app=app-1", "${img_root}", "--unknown=$nope", "plain"]
-    assert role.args[0] == "--id=${replica_id}" and role.env["ROOT"] == "${img_root}/x"
