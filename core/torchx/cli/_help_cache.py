@@ -30,7 +30,6 @@ __all__ = [
     "print_cached_help",
     "section_name",
     "store_help",
-    "terminal_columns",
 ]
 
 HELP_ARGS = (["--help"], ["-h"])

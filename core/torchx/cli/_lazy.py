@@ -10,9 +10,9 @@ from __future__ import annotations
 import argparse
 import importlib
 
-from torchx.cli._help_cache import terminal_columns
 from torchx.cli.cmd_base import SubCommand
 from torchx.util.entrypoints import group_may_have_entry_points as may_have
+from torchx.util.terminal import terminal_columns
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

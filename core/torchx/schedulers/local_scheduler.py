@@ -70,7 +70,6 @@ from torchx.util.paths import torchx_home_dir
 
 if TYPE_CHECKING:
     from datetime import datetime
-    from pathlib import Path
 
 __all__ = [
     "COMBINED_LOG",
@@ -149,11 +148,6 @@ class LocalScheduler(Scheduler[Mapping[str, CfgVal]]):
         self._grace_period = grace_period
 
     # -- paths -------------------------------------------------------------------------------
-
-    def _state_root(self) -> Path:
-        from pathlib import Path  # lazy: a launch needs only :meth:`_state_root_dir`
-
-        return Path(self._state_root_dir())
 
     def _state_root_dir(self) -> str:
         """The state dir, absolute (``pathlib`` costs ~3 ms of a ``torchx run`` start)."""

@@ -29,6 +29,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Optional
 
 from torchx.settings import ENV_TORCHXCONFIG
+from torchx.util.paths import home_dir
 
 if TYPE_CHECKING:
     import configparser
@@ -50,7 +51,7 @@ logger: logging.Logger = logging.getLogger("torchx.runner.config")
 CONFIG_FILE = ".torchxconfig"
 CONFIG_PREFIX_DELIM = ":"
 NAMED_RESOURCES_SECTION = "named_resources"
-DEFAULT_CONFIG_DIRS: list[str] = [os.path.normpath(os.path.expanduser("~")), os.getcwd()]
+DEFAULT_CONFIG_DIRS: list[str] = [home_dir(), os.getcwd()]
 """Directories searched for ``.torchxconfig``, in precedence order; fixed at import time."""
 
 _NONE = "None"

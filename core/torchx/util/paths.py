@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 
-__all__ = ["torchx_home_dir"]
+__all__ = ["home_dir", "torchx_home_dir"]
 
 
 def torchx_home_dir(*subdir_paths: str) -> str:
@@ -18,18 +18,20 @@ def torchx_home_dir(*subdir_paths: str) -> str:
         The joined path; the directory is created if it does not exist.
     """
     env = os.environ.get("TORCHX_HOME")
-    root = os.path.expanduser(env) if env else os.path.join(_home(), ".torchx")
+    root = os.path.expanduser(env) if env else os.path.join(home_dir(), ".torchx")
     path = os.path.join(root, *subdir_paths)
     if not os.path.isdir(path):  # one system call when it exists (a launch asks several times)
         os.makedirs(path, exist_ok=True)
     return path
 
 
-def _home() -> str:
-    """``pathlib.Path.home()``, without importing ``pathlib`` when nothing else has.
+def home_dir() -> str:
+    """``str(pathlib.Path.home())``, without importing ``pathlib`` when nothing else has.
 
-    Both are ``os.path.expanduser("~")``; but code (tests, mostly) patches ``Path.home`` to
-    move TorchX's home directory, so once ``pathlib`` is imported it is asked.
+    Both are ``os.path.expanduser("~")``, normalized; but code (tests, mostly) patches
+    ``Path.home`` to move TorchX's home directory, so once ``pathlib`` is imported it is asked.
     """
     pathlib = sys.modules.get("pathlib")
-    return str(pathlib.Path.home()) if pathlib is not None else os.path.expanduser("~")
+    if pathlib is not None:
+        return str(pathlib.Path.home())
+    return os.path.normpath(os.path.expanduser("~"))

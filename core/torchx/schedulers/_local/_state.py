@@ -7,14 +7,11 @@ import os
 import re
 import time
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional
 
 from torchx.schedulers._api_types import DescribeAppResponse, ListAppResponse
 from torchx.schedulers._local import _protocol as proto
 from torchx.specs.api import NONE, AppState, ReplicaStatus, RetryPolicy, Role, RoleStatus
-
-if TYPE_CHECKING:
-    from pathlib import Path
 
 __all__ = ["LocalApp", "find_app", "list_apps"]
 
@@ -29,7 +26,7 @@ class LocalApp:
         request: the parsed ``request.json``.
     """
 
-    def __init__(self, app_dir: str | Path, request: dict[str, Any]) -> None:
+    def __init__(self, app_dir: str, request: dict[str, Any]) -> None:
         self.app_dir = app_dir
         self.request = request
         self.app_id = str(request["app_id"])
@@ -189,7 +186,7 @@ def _replica_error(replica: dict[str, Any]) -> str:
     )
 
 
-def find_app(root: str | Path, session: str, app_id: str) -> Optional[LocalApp]:
+def find_app(root: str, session: str, app_id: str) -> Optional[LocalApp]:
     """Find an app by id: in ``root/session`` first, then in any other session.
 
     Returns:
@@ -204,7 +201,7 @@ def find_app(root: str | Path, session: str, app_id: str) -> Optional[LocalApp]:
     return None
 
 
-def _candidates(root: str | Path, session: str, app_id: str) -> Iterator[str]:
+def _candidates(root: str, session: str, app_id: str) -> Iterator[str]:
     """The app's dir in ``session``, then (only if that is not it) in the other sessions."""
     yield os.path.join(root, session, app_id)
     try:
@@ -217,7 +214,7 @@ def _candidates(root: str | Path, session: str, app_id: str) -> Iterator[str]:
             yield app_dir
 
 
-def list_apps(root: str | Path, session: str) -> list[ListAppResponse]:
+def list_apps(root: str, session: str) -> list[ListAppResponse]:
     """List the apps of ``session`` under ``root``, oldest first."""
     session_dir = os.path.join(root, session)
     if not os.path.isdir(session_dir):

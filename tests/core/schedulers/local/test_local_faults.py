@@ -38,7 +38,7 @@ def _python_role(code: str) -> Role:
 
 
 def _app_dir(sched: LocalScheduler, app_id: str) -> Path:
-    return sched._state_root() / SESSION / app_id
+    return Path(sched._state_root_dir()) / SESSION / app_id
 
 
 def _marked_pids(app_dir: Path) -> list[int]:

@@ -57,7 +57,7 @@ def _wait_state(sched: LocalScheduler, app_id: str, done: Any, limit: float = 30
 def _descendant_pids(sched: LocalScheduler, app_id: str) -> list[int]:
     """Replica pids from state.json plus the pids the replicas printed (child/escaped)."""
     _wait_state(sched, app_id, lambda s: s == AppState.RUNNING)
-    path = sched._state_root() / "test" / app_id / "state.json"
+    path = Path(sched._state_root_dir()) / "test" / app_id / "state.json"
     pids = [r["pid"] for r in json.loads(path.read_text())["roles"][0]["replicas"]]
     for k in range(2):
         deadline = time.monotonic() + 10
@@ -96,7 +96,7 @@ def test_detached_survives_launcher_and_cancel_from_other_process(sched: LocalSc
     time.sleep(0.3)
     desc = sched.describe(app_id)
     assert desc is not None and desc.state == AppState.RUNNING
-    state = json.loads((sched._state_root() / "test" / app_id / "state.json").read_text())
+    state = json.loads((Path(sched._state_root_dir()) / "test" / app_id / "state.json").read_text())
     pids = [r["pid"] for r in state["roles"][0]["replicas"]]
     canceller = _python(
         """
@@ -171,7 +171,7 @@ def test_dead_supervisor_reports_failed(sched: LocalScheduler) -> None:
         AppDef("dead", roles=[Role("r", "i", entrypoint="sleep", args=["300"])]), {}
     )
     _wait_state(sched, app_id, lambda s: s == AppState.RUNNING)
-    state = json.loads((sched._state_root() / "test" / app_id / "state.json").read_text())
+    state = json.loads((Path(sched._state_root_dir()) / "test" / app_id / "state.json").read_text())
     os.kill(state["supervisor_pid"], signal.SIGKILL)
     assert _wait_state(sched, app_id, is_terminal) == AppState.FAILED
     desc = sched.describe(app_id)
@@ -197,7 +197,7 @@ def test_dead_supervisor_leaves_no_escaped_descendant(
         time.sleep(0.05)
     escaped = int(pidfile.read_text())
     assert _alive(escaped)
-    state = json.loads((sched._state_root() / "test" / app_id / "state.json").read_text())
+    state = json.loads((Path(sched._state_root_dir()) / "test" / app_id / "state.json").read_text())
     os.kill(state["supervisor_pid"], signal.SIGKILL)
     assert _wait_state(sched, app_id, is_terminal) == AppState.FAILED
     deadline = time.monotonic() + 10

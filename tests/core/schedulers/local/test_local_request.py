@@ -31,7 +31,7 @@ def test_create_scheduler_accepts_torchx_kwargs(tmp_path: Path) -> None:
     assert sched.backend == "local" and sched.session_name == "s"
     assert sched._cache_size == 100 and sched._extra_paths == []
     assert sched._image_provider_class is CWDImageProvider
-    assert sched._grace_period == 2.0 and sched._state_root() == tmp_path
+    assert sched._grace_period == 2.0 and Path(sched._state_root_dir()) == tmp_path
     with pytest.raises(ValueError, match="cache size must be greater than zero"):
         create_scheduler("s", cache_size=0)
 
@@ -69,7 +69,7 @@ def test_dryrun_macros_env_and_layout(monkeypatch: pytest.MonkeyPatch) -> None:
     # the inherited environment is applied at spawn, never recorded: PATH is a prefix
     assert "PARENT_ONLY" not in env and env["PYTHONUNBUFFERED"] == "x"
     assert env["PATH"] == f"/extra:/role/bin:{cwd}"
-    app_dir = sched._state_root() / "sess" / req.app_id
+    app_dir = Path(sched._state_root_dir()) / "sess" / req.app_id
     assert req.log_dir == str(app_dir) == req.app_dir
     replica_dir = app_dir / "trainer" / "1"
     assert env["TORCHELASTIC_ERROR_FILE"] == str(replica_dir / "error.json")

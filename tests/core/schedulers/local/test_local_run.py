@@ -38,7 +38,7 @@ def _wait(sched: LocalScheduler, app_id: str, limit: int = 200) -> AppState:
 
 
 def _state_json(sched: LocalScheduler, app_id: str) -> dict[str, Any]:
-    path = sched._state_root() / sched.session_name / app_id / "state.json"
+    path = Path(sched._state_root_dir()) / sched.session_name / app_id / "state.json"
     return json.loads(path.read_text())
 
 
@@ -56,7 +56,7 @@ def test_success_state_logs_and_describe(sched: LocalScheduler) -> None:
     assert _wait(sched, app_id) == AppState.SUCCEEDED
     desc = sched.describe(app_id)
     assert desc is not None and desc.num_restarts == 0
-    assert desc.ui_url == f"file://{sched._state_root() / 'test' / app_id}"
+    assert desc.ui_url == f"file://{Path(sched._state_root_dir()) / 'test' / app_id}"
     replicas = desc.roles_statuses[0].replicas
     assert [(r.id, r.state, r.role) for r in replicas] == [
         (0, AppState.SUCCEEDED, "echo"),
@@ -67,7 +67,7 @@ def test_success_state_logs_and_describe(sched: LocalScheduler) -> None:
     assert list(sched.log_iter(app_id, "echo", 0, streams=Stream.STDOUT)) == ["out-0\n"]
     assert list(sched.log_iter(app_id, "echo", 0, streams=Stream.STDERR)) == ["err-0\n"]
     assert list(sched.log_iter(app_id, "echo", 0, regex="^out")) == ["out-0\n"]
-    summary = json.loads((sched._state_root() / "test" / app_id / "SUCCESS").read_text())
+    summary = json.loads((Path(sched._state_root_dir()) / "test" / app_id / "SUCCESS").read_text())
     assert summary["state"] == "SUCCEEDED"
     assert [a.app_id for a in sched.list()] == [app_id]
 

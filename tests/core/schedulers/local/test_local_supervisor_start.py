@@ -203,7 +203,7 @@ def test_the_launched_supervisor_is_isolated_and_site_free(tmp_path: Path) -> No
     role = Role("r", "img", entrypoint=sys.executable, args=["-c", code, str(marker), str(ready)])
     app_id = sched.submit(AppDef("iso", roles=[role]), {"log_dir": str(tmp_path / "logs")})
     try:
-        state_file = sched._state_root() / "test" / app_id / "state.json"
+        state_file = Path(sched._state_root_dir()) / "test" / app_id / "state.json"
         deadline = time.monotonic() + 30
         while not ready.exists():  # the replica is past its start-up (no file open)
             assert time.monotonic() < deadline
@@ -278,7 +278,7 @@ def test_a_replica_without_cwd_starts_in_the_app_dir_whatever_ran_before(
     finally:
         sched.close()
     assert first == [f"{work}\n"]
-    app_dir = sched._state_root() / "test" / app_id
+    app_dir = Path(sched._state_root_dir()) / "test" / app_id
     assert second == [f"{app_dir}\n"]
 
 
