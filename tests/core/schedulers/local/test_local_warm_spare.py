@@ -38,10 +38,15 @@ time.sleep(60)
 
 @pytest.fixture(autouse=True)
 def _no_warm_spare_left() -> Iterator[None]:
+    _discard_warm()  # one left by another module's launch in this worker (xdist)
     yield
     deadline = time.monotonic() + 1.0  # a spare the last launch's thread is still starting
     while _spare._warm is None and time.monotonic() < deadline:
         time.sleep(0.02)
+    _discard_warm()
+
+
+def _discard_warm() -> None:
     spare = _spare.take_warm()
     if spare is not None:
         spare.discard()
