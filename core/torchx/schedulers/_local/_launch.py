@@ -163,7 +163,7 @@ def launch(request: PopenRequest) -> _LocalAppDef:
             os.close(lifeline_r)
     if not _spare.blocks_open():  # the next app of this process finds its supervisor
         # waiting; started by a thread: the fork is off this launch's path
-        _thread.start_new_thread(_spare.replenish, (IMPORT_ROOT,))
+        _spare.replenish_soon(IMPORT_ROOT)
     app = LocalApp(app_dir, data)
     return _LocalAppDef(request.app_id, request.log_dir, app, supervisor, lifeline_w)
 

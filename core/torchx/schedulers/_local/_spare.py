@@ -30,6 +30,8 @@ __all__ = [
     "prestart",
     "prestarted_supervisor",
     "replenish",
+    "replenish_soon",
+    "settle",
     "take",
     "take_warm",
 ]
@@ -46,6 +48,7 @@ _lock = _thread.allocate_lock()
 _spare: Optional[Spare] = None
 _warm: Optional[Spare] = None  # started after a launch outside a block, for the next one
 _blocks = 0  # open prestarted_supervisor() blocks: no warm spare is started meanwhile
+_replenishing = 0  # replenish_soon() threads not done yet
 
 
 class Spare:
@@ -180,6 +183,41 @@ def replenish(import_root: str) -> None:
         spare.discard()
     elif not _at_exit:
         _register_at_exit()
+
+
+def replenish_soon(import_root: str) -> None:
+    """:func:`replenish` in a new thread (the fork stays off the caller's path)."""
+    global _replenishing
+    with _lock:
+        _replenishing += 1
+    try:
+        _thread.start_new_thread(_replenish_then_count, (import_root,))
+    except BaseException:
+        _count_replenished()
+        raise
+
+
+def _replenish_then_count(import_root: str) -> None:
+    try:
+        replenish(import_root)
+    finally:
+        _count_replenished()
+
+
+def _count_replenished() -> None:
+    global _replenishing
+    with _lock:
+        _replenishing -= 1
+
+
+def settle(timeout: float) -> bool:
+    """Waits until no :func:`replenish_soon` thread is running; False if ``timeout`` passed."""
+    import time  # lazy: tests and shutdown only
+
+    deadline = time.monotonic() + timeout
+    while _replenishing and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return not _replenishing
 
 
 _at_exit = False

@@ -38,11 +38,11 @@ time.sleep(60)
 
 @pytest.fixture(autouse=True)
 def _no_warm_spare_left() -> Iterator[None]:
-    _discard_warm()  # one left by another module's launch in this worker (xdist)
+    # one left (or still being started) by another module's launch in this worker (xdist)
+    assert _spare.settle(10.0)
+    _discard_warm()
     yield
-    deadline = time.monotonic() + 1.0  # a spare the last launch's thread is still starting
-    while _spare._warm is None and time.monotonic() < deadline:
-        time.sleep(0.02)
+    assert _spare.settle(10.0)  # a spare the last launch's thread is still starting
     _discard_warm()
 
 
@@ -88,10 +88,9 @@ def _ended(scheduler: LocalScheduler, app_id: str) -> specs.AppState:
 
 def _warm_spare() -> _spare.Spare:
     """The warm spare, once the thread that starts it after a launch has started it."""
-    deadline = time.monotonic() + 10
-    while (warm := _spare._warm) is None:
-        assert time.monotonic() < deadline, "no warm spare after a launch outside a block"
-        time.sleep(0.01)
+    assert _spare.settle(10.0), "the thread starting the warm spare did not end"
+    warm = _spare._warm
+    assert warm is not None, "no warm spare after a launch outside a block"
     return warm
 
 
@@ -121,7 +120,8 @@ def test_no_warm_spare_inside_a_prestarted_block(scheduler: LocalScheduler) -> N
     with prestarted_supervisor():
         app_id = _launch(scheduler, "true")
     assert _ended(scheduler, app_id) == specs.AppState.SUCCEEDED
-    time.sleep(0.5)  # a warm spare would have been started by now
+    # a launch outside a block counts its replenish thread before it returns: none ran here
+    assert _spare.settle(10.0)
     assert _spare._warm is None  # the block's caller launches once (torchx run)
 
 
