@@ -82,7 +82,7 @@ typecheck: $(STAMP_DEV)
 ## not per row), then the other benches
 bench: $(STAMP_DEV)
 	$(PY) -m compileall -q core adapters
-	PATH="$(CURDIR)/$(BIN):$$PATH" scripts/infra/with-infra.sh $(PY) bench/bench_launch.py --k8s --rows airflow
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(PY) bench/bench_launch.py --k8s --rows airflow
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(PY) bench/bench_local.py
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(PY) bench/bench_airflow.py
 	PATH="$(CURDIR)/$(BIN):$$PATH" scripts/infra/with-infra.sh $(PY) bench/bench_docker.py

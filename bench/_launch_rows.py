@@ -2,6 +2,9 @@
 
 * :func:`dag_parse`: ``dags/torchx_training.py`` parse time next to an empty DAG file (goal
   ``<= 2x empty``);
+* :func:`cluster` (``--k8s``): starts the local cluster for the Kubernetes rows only, after the
+  local ones (an idle cluster on the same two cores slows every local row by 10-25%), and
+  stops what it started;
 * :func:`k8s_rows` (``--k8s``): on the current cluster (Kubernetes 1.35,
   ``tests/_infra.py k8s_cluster()``), ``torchx run -s kubernetes --wait utils.echo``
   in plain mode next to ``bench/_k8s_raw_job.py`` run as a fresh interpreter (imports the
@@ -14,12 +17,14 @@ Each row function calls ``add(label, found, goal, unit=1000, ref=None)`` of ``be
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -74,14 +79,15 @@ def dag_parse(
     dag = str(REPO / "dags" / "torchx_training.py")
     cold = ours[0][2] | {"TORCHX_HOME": str(empty / "no-cache")}
     variants = [("empty DAG", ours[0][1], ours[0][2]), ("no cache", ours[0][1], cold), *ours]
-    found = interleave(
-        variants,
-        lambda v: printed(
-            [v[1], "-c", PARSE, str(empty) if v[0] == "empty DAG" else dag], v[2], home
-        ),
-    )
-    n, repeat = len(variants), len(found["empty DAG"])
-    times = {v[0]: cpu[-n * repeat :][i::n] for i, v in enumerate(variants)}
+    spent: dict[str, list[float]] = {v[0]: [] for v in variants}
+
+    def one(v: Variant) -> float:
+        took = printed([v[1], "-c", PARSE, str(empty) if v[0] == "empty DAG" else dag], v[2], home)
+        spent[v[0]].append(cpu[-1])  # by column: the order of the columns rotates each round
+        return took
+
+    found = interleave(variants, one)
+    times = {col: values[1:] for col, values in spent.items()}  # the first: interleave's warm-up
     col = ours[0][0]
     add("Airflow: parse an empty DAG file", {col: found["empty DAG"]}, "")
     add("- CPU time", {col: times["empty DAG"]}, "")
@@ -94,6 +100,37 @@ def dag_parse(
     add("- CPU time", {v[0]: times[v[0]] for v in ours}, "")
     add("- same, no parse cache", {col: found["no cache"]}, "")
     add("- CPU time", {col: times["no cache"]}, "")
+
+
+@contextlib.contextmanager
+def cluster() -> Iterator[None]:
+    """The Docker engine, the registry and the cluster, up for the block (``scripts/infra/up.sh``).
+
+    Neither Slurm nor the compose and torch images the tests build (``TORCHX_FLOW_NO_SLURM``,
+    ``TORCHX_FLOW_NO_BUILDS``): the rows need none of them.
+
+    Its environment lines (``KUBECONFIG=...``) go to ``os.environ``; ``down.sh`` then stops
+    what this call started (recorded in a file of its own) and leaves alone what was running.
+    """
+    infra = REPO / "scripts" / "infra"
+    fd, started = tempfile.mkstemp(prefix="torchx-flow-started.")
+    os.close(fd)
+    env = dict(
+        os.environ, TORCHX_FLOW_STARTED=started, TORCHX_FLOW_NO_SLURM="1", TORCHX_FLOW_NO_BUILDS="1"
+    )
+    try:
+        up = subprocess.run([str(infra / "up.sh")], env=env, stdout=subprocess.PIPE, text=True)
+        if up.returncode:
+            sys.exit("bench_launch --k8s: scripts/infra/up.sh could not start the cluster")
+        for line in up.stdout.splitlines():
+            key, sep, value = line.partition("=")
+            if sep and key.isidentifier():
+                os.environ[key] = value
+        yield
+    finally:
+        subprocess.run([str(infra / "down.sh")], env=env, stdout=subprocess.DEVNULL, check=False)
+        with contextlib.suppress(FileNotFoundError):  # down.sh removes it
+            os.unlink(started)
 
 
 def k8s_setup() -> tuple[str, str]:

@@ -15,7 +15,8 @@ Rows (wall time, median over ``BENCH_REPEAT`` rounds, default 15, min-max in bra
 * ``dags/torchx_training.py`` parse time next to an empty DAG file, in an interpreter that has
   already imported ``airflow.sdk`` (goal <= 2x; TorchX has no equivalent), with the parse cache
   of ``dag_from_pipeline`` warm (Airflow parses a DAG file again and again) and without it;
-* with the current local cluster (``--k8s``: Kubernetes 1.35, needs ``scripts/infra``):
+* with the current local cluster (``--k8s``: Kubernetes 1.35; the script starts it with
+  ``scripts/infra/up.sh`` after every other row and stops what it started):
   ``torchx run -s kubernetes --wait utils.echo`` (plain mode) next to ``_k8s_raw_job.py``, a
   fresh interpreter that imports the kubernetes client, creates a raw ``batch/v1`` Job running
   ``echo`` and polls it every 0.1 s until it is Complete (goal <= raw + 0.3 s); both in the
@@ -34,7 +35,7 @@ as for a user.
 
 TorchX 0.7.0 runs from the throwaway venv of ``_torchx_venv.py`` (``BENCH_NO_TORCHX=1``
 skips it). Run: ``.venv/bin/python bench/bench_launch.py [--k8s] [--rows airflow] [--before DIR]
-[--no-parse]`` (``make bench``: ``--k8s --rows airflow`` under ``scripts/infra/with-infra.sh``).
+[--no-parse]`` (``make bench``: ``--k8s --rows airflow``).
 """
 
 from __future__ import annotations
@@ -174,18 +175,22 @@ def cli_rounds(variants: list[Variant], home: str) -> dict[str, dict[str, list[f
 
 
 def api_rounds(
-    variants: list[Variant], kube: str, ns: str, home: str
+    variants: list[Variant], home: str, kube: str = "", ns: str = ""
 ) -> dict[str, dict[str, list[float]]]:
-    """The API worker of each column, in three interleaved batches; ``{column: {key: samples}}``."""
+    """The API worker of each column, in three interleaved batches; ``{column: {key: samples}}``.
+
+    With ``kube``, only the Kubernetes samples (``k8s``), and TorchX 0.7.0 (no plain mode) sits out.
+    """
     api: dict[str, dict[str, list[float]]] = {c[0]: {} for c in variants}
     for _ in range(3):
         for col, python, env in variants:
-            k8s = ns if kube and col != "TorchX 0.7.0" else ""
+            if kube and col == "TorchX 0.7.0":
+                continue
             cmd = [
                 python,
                 str(Path(__file__).with_name("_launch_api.py")),
                 str(max(REPEAT // 3, 1)),
-                k8s,
+                *((ns, "k8s-only") if kube else ()),
             ]
             out = subprocess.run(
                 cmd,
@@ -254,8 +259,7 @@ def main() -> None:
                     c: statistics.median(cli[figure][c]) / statistics.median(py[c]) for c in cols
                 }
                 rows.append(["- ratio to python", *(f"{ratio[c]:.2f}x" for c in cols), "", ""])
-        kube, ns = more.k8s_setup() if args.k8s else ("", "")
-        api = api_rounds(variants, kube, ns, home)
+        api = api_rounds(variants, home)
         add(
             "API: get_runner + run + wait(0.1), 1 replica",
             {c: api[c]["api"] for c in cols},
@@ -279,11 +283,30 @@ def main() -> None:
         add(f"- bare Popen loop of {REPLICAS}", {c: api[c]["many_bare"] for c in cols}, "")
         if not args.no_parse:
             more.dag_parse(ours, home, add, interleave, printed, CPU)
-        if kube:
-            k8s_api = {c: api[c]["k8s"] for c in cols}
-            more.k8s_rows(ours, kube, ns, home, add, k8s_api, interleave, wall)
-        for name in filter(None, args.rows.split(",")):
-            rows += more.script_rows(name, len(cols))
+        scripts = [
+            r
+            for name in filter(None, args.rows.split(","))
+            for r in more.script_rows(name, len(cols))
+        ]
+        try:
+            if args.k8s:
+                k8s(ours, home, add)
+        finally:  # the rows so far, also when the cluster failed
+            rows += scripts
+            report(rows, cols, load_before)
+
+
+def k8s(ours: list[Variant], home: str, add: Callable[..., None]) -> None:
+    """The Kubernetes rows, with the cluster started for them (and stopped after)."""
+    with more.cluster():
+        kube, ns = more.k8s_setup()
+        api = api_rounds(ours, home, kube, ns)
+        k8s_api = {c: api[c]["k8s"] for c in api}
+        more.k8s_rows(ours, kube, ns, home, add, k8s_api, interleave, wall)
+
+
+def report(rows: list[list[str]], cols: list[str], load_before: tuple[float, ...]) -> None:
+    """Prints the table and the load average before and after."""
     print(tabulate(rows, headers=["figure", *cols, "goal", ""]))
     load = " ".join(f"{x:.1f}" for x in (*load_before, *os.getloadavg()))
     print(f"(median of {REPEAT} interleaved rounds, min-max in brackets; load average 1/5/15 min")

@@ -3,7 +3,8 @@
 # allows: the Docker engine, the local images, the local image registry (registry.sh on
 # 127.0.0.1:5123), the local Kubernetes cluster (k8s-current.sh) and the local Slurm (slurm.sh).
 # Prints the environment to use (DOCKER_HOST=..., TORCHX_FLOW_REGISTRY=..., KUBECONFIG=...,
-# SLURM_CONF=...) on stdout.
+# SLURM_CONF=...) on stdout. TORCHX_FLOW_NO_K8S=1, TORCHX_FLOW_NO_SLURM=1 and TORCHX_FLOW_NO_BUILDS=1
+# (the compose and torch images) leave those parts out.
 # Each part that this call started is recorded in $TORCHX_FLOW_STARTED (default
 # $TORCHX_FLOW_RUN/started; with-infra.sh uses a file of its own), so down.sh stops
 # exactly those and leaves engines it found running alone.
@@ -23,12 +24,15 @@ if [ $status = 0 ]; then
   echo "$out"
   export "$out"
   "$here/images.sh" || status=1
-  # the docker-compose Airflow stack's images (Postgres, Airflow + this project, built offline)
-  if [ $status = 0 ] && [ -x "$here/compose-images.sh" ]; then
+  # the docker-compose Airflow stack's images (Postgres, Airflow + this project, built offline);
+  # TORCHX_FLOW_NO_BUILDS=1 skips them and the torch image (bench_launch.py --k8s needs neither)
+  builds=1
+  [ "${TORCHX_FLOW_NO_BUILDS:-0}" = 1 ] && builds=0
+  if [ $status = 0 ] && [ $builds = 1 ] && [ -x "$here/compose-images.sh" ]; then
     "$here/compose-images.sh" >&2 || status=1
   fi
   # the image the KFP example pipelines run (torch + torchx-flow + examples, built offline)
-  if [ $status = 0 ] && [ -x "$here/torch-image.sh" ]; then
+  if [ $status = 0 ] && [ $builds = 1 ] && [ -x "$here/torch-image.sh" ]; then
     "$here/torch-image.sh" >&2 || status=1
   fi
 fi
