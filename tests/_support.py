@@ -106,7 +106,7 @@ def pid_alive(pid: int) -> bool:
     """Whether ``pid`` is a live process (a zombie counts as gone)."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):  # gone before the open, or before the read
         return False
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
