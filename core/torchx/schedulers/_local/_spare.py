@@ -212,7 +212,7 @@ def _count_replenished() -> None:
 
 def settle(timeout: float) -> bool:
     """Waits until no :func:`replenish_soon` thread is running; False if ``timeout`` passed."""
-    import time  # lazy: tests and shutdown only
+    import time  # lazy: only tests wait for the thread
 
     deadline = time.monotonic() + timeout
     while _replenishing and time.monotonic() < deadline:
